@@ -1,0 +1,41 @@
+"""Process-wide switches: float64 and JAX's persistent compilation cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jax
+
+
+def set_float64(enable: bool = True) -> None:
+    """Switch JAX to 64-bit floats (call before creating arrays; `sample(float64=True)` does)."""
+    jax.config.update("jax_enable_x64", bool(enable))
+
+
+def float64_enabled() -> bool:
+    return bool(jax.config.read("jax_enable_x64"))
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("BOMCMC_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "bomcmc"
+    )
+    return Path(base)
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | None:
+    """Turn on JAX's persistent compilation cache so a second run of the same posterior
+    loads compiled code instead of compiling it again. Returns the directory, or None if
+    disabled with BOMCMC_NO_CACHE=1."""
+    if os.environ.get("BOMCMC_NO_CACHE"):
+        return None
+    d = Path(path) if path is not None else cache_dir() / "jax"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(d))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return d

@@ -1,0 +1,65 @@
+"""Loaders for the data shipped inside the package (see PROVENANCE.md beside this file)."""
+
+from __future__ import annotations
+
+import csv
+from importlib import resources
+
+import numpy as np
+
+from ..errors import BomcmcError
+
+
+def data_path(*parts: str):
+    return resources.files(__package__).joinpath("data", *parts)
+
+
+def read_csv(path, name: str | None = None) -> tuple[list[str], np.ndarray]:
+    """Read a numeric CSV with a header row. Malformed files raise a one-line BomcmcError
+    naming the file, the line and the problem."""
+    name = name or str(path)
+    try:
+        text = path.read_text() if hasattr(path, "read_text") else open(path).read()
+    except OSError as e:
+        raise BomcmcError(f"{name}: cannot read: {e.strerror or e}") from None
+    rows = list(csv.reader(text.splitlines()))
+    if not rows:
+        raise BomcmcError(f"{name}: file is empty")
+    header = [h.strip() for h in rows[0]]
+    data = []
+    for lineno, row in enumerate(rows[1:], start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            raise BomcmcError(
+                f"{name}: line {lineno} has {len(row)} fields, header has {len(header)}"
+            )
+        try:
+            data.append([float(c) for c in row])
+        except ValueError:
+            raise BomcmcError(f"{name}: line {lineno} has a non-numeric field") from None
+    if not data:
+        raise BomcmcError(f"{name}: no data rows")
+    arr = np.asarray(data, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise BomcmcError(f"{name}: contains NaN or inf values")
+    return header, arr
+
+
+LOGREG_DATASETS = ("australian", "german", "heart", "pima", "ripley")
+
+
+def girolami_logreg(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Design matrix and 0/1 labels, preprocessed as Girolami & Calderhead's BLR code
+    (PROVENANCE.md §3): German/Heart labels 1→0, 2→1; features standardised with ddof=1;
+    polynomial basis [1, X, X², X³] for Ripley (order 3), [1, X] for the others."""
+    if name not in LOGREG_DATASETS:
+        raise BomcmcError(f"unknown logistic data set '{name}' (one of {LOGREG_DATASETS})")
+    _, arr = read_csv(data_path("girolami_logreg", f"{name}.csv"), f"{name}.csv")
+    X, y = arr[:, :-1], arr[:, -1]
+    if name in ("german", "heart"):
+        y = y - 1.0
+    X = (X - X.mean(axis=0)) / X.std(axis=0, ddof=1)
+    order = 3 if name == "ripley" else 1
+    design = np.concatenate([np.ones((X.shape[0], 1))] + [X**k for k in range(1, order + 1)], 1)
+    return design, y

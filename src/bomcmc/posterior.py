@@ -1,0 +1,183 @@
+"""Posterior: a JAX log density over a pytree of parameters, plus where to start.
+
+Samplers work on one flat float vector per chain; `FlatPosterior` is the bridge: it ravels
+the user's pytree once (`jax.flatten_util.ravel_pytree`), keeps the unravel function, and
+knows the variable names and shapes the InferenceData will use.
+
+Everything a user hands us is checked here, where it enters (`validate`), so a bad input is a
+one-line `BomcmcError` and never a deep JAX traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from .errors import BomcmcError
+
+PyTree = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Posterior:
+    """A log density over a pytree and an initial position.
+
+    Attributes:
+        logdensity_fn: position pytree -> scalar log density (up to a constant).
+        init_position: one chain's starting pytree; its structure defines the variables
+            (a dict's keys name the InferenceData variables).
+        name: short name (built-ins use their registry name).
+        initializer: optional `key -> position` drawing a dispersed start for each chain
+            (built-ins use Stan's uniform(-2, 2) on the unconstrained scale or similar).
+        description: one line for `bomcmc posteriors`.
+        meta: known facts used by tests and experiments, e.g. {"mean": ..., "cov": ...}.
+    """
+
+    logdensity_fn: Callable[[PyTree], jax.Array]
+    init_position: PyTree
+    name: str = "custom"
+    initializer: Callable[[jax.Array], PyTree] | None = None
+    description: str = ""
+    meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class FlatPosterior:
+    """A posterior on a flat vector: what samplers and the driver see."""
+
+    logdensity_fn: Callable[[jax.Array], jax.Array]
+    unravel: Callable[[jax.Array], PyTree]
+    dim: int
+    var_names: tuple[str, ...]
+    var_shapes: tuple[tuple[int, ...], ...]
+    source: Posterior
+
+    def split(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        """Flat draws (..., dim) -> {name: (..., *shape)} in ravel order."""
+        out, i = {}, 0
+        for name, shape in zip(self.var_names, self.var_shapes):
+            n = int(np.prod(shape, dtype=int))
+            out[name] = np.asarray(flat[..., i : i + n]).reshape(flat.shape[:-1] + shape)
+            i += n
+        return out
+
+    def init_flat(self, key: jax.Array | None, chains: int, jitter: float = 0.0) -> jax.Array:
+        """(chains, dim) starting points: the posterior's initializer if it has one and a key is
+        given, else the initial position repeated, optionally jittered uniformly in ±jitter."""
+        base, _ = ravel_pytree(self.source.init_position)
+        base = jnp.asarray(base, dtype=_float_dtype())
+        if self.source.initializer is not None and key is not None:
+            keys = jax.random.split(key, chains)
+            starts = jnp.stack([ravel_pytree(self.source.initializer(k))[0] for k in keys])
+            return starts.astype(base.dtype)
+        starts = jnp.broadcast_to(base, (chains, self.dim))
+        if jitter and key is not None:
+            starts = starts + jax.random.uniform(
+                key, starts.shape, base.dtype, minval=-jitter, maxval=jitter
+            )
+        return starts
+
+
+def _float_dtype():
+    return jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
+
+
+def _names_and_shapes(position: PyTree) -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...]]:
+    """Variable names from the pytree: dict keys (nested joined by '.'), else x / x0, x1, ...
+
+    The order matches `ravel_pytree`, which flattens leaves in `jax.tree_util` order."""
+    leaves_with_path = jax.tree_util.tree_flatten_with_path(position)[0]
+    if not leaves_with_path:
+        raise BomcmcError("initial position is empty: give at least one array of parameters")
+    names, shapes = [], []
+    for path, leaf in leaves_with_path:
+        parts = []
+        for p in path:
+            if isinstance(p, jax.tree_util.DictKey):
+                parts.append(str(p.key))
+            elif isinstance(p, jax.tree_util.SequenceKey):
+                parts.append(str(p.idx))
+            elif isinstance(p, jax.tree_util.GetAttrKey):
+                parts.append(str(p.name))
+            else:
+                parts.append(str(p))
+        name = ".".join(parts) if parts else "x"
+        if parts and isinstance(path[0], jax.tree_util.SequenceKey):
+            name = "x" + name
+        names.append(name)
+        shapes.append(tuple(np.shape(leaf)))
+    return tuple(names), tuple(shapes)
+
+
+def _check_init_leaves(position: PyTree) -> None:
+    for path, leaf in jax.tree_util.tree_flatten_with_path(position)[0]:
+        where = jax.tree_util.keystr(path) or "position"
+        try:
+            arr = np.asarray(leaf)
+        except Exception as e:  # noqa: BLE001 - anything unconvertible is bad input
+            raise BomcmcError(f"initial position {where} is not an array: {e}") from None
+        if arr.dtype == object or not (
+            np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+        ):
+            raise BomcmcError(f"initial position {where} has non-numeric dtype {arr.dtype}")
+        if arr.size == 0:
+            raise BomcmcError(f"initial position {where} is an empty array")
+        if not np.all(np.isfinite(arr)):
+            raise BomcmcError(f"initial position {where} contains NaN or inf")
+
+
+def flatten(posterior: Posterior) -> FlatPosterior:
+    """Validate a posterior and return its flat form (see module docstring)."""
+    if not callable(posterior.logdensity_fn):
+        raise BomcmcError("logdensity must be a callable position -> scalar")
+    _check_init_leaves(posterior.init_position)
+    dtype = _float_dtype()
+    init = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype), posterior.init_position)
+    flat0, unravel = ravel_pytree(init)
+    names, shapes = _names_and_shapes(init)
+    user_fn = posterior.logdensity_fn
+
+    def flat_logdensity(x):
+        return jnp.asarray(user_fn(unravel(x)), dtype=x.dtype).reshape(())
+
+    _check_logdensity(user_fn, init, flat_logdensity, flat0)
+    return FlatPosterior(
+        logdensity_fn=flat_logdensity,
+        unravel=unravel,
+        dim=int(flat0.shape[0]),
+        var_names=names,
+        var_shapes=shapes,
+        source=dataclasses.replace(posterior, init_position=init),
+    )
+
+
+def _check_logdensity(user_fn, init, flat_fn, flat0) -> None:
+    try:
+        out = jax.eval_shape(user_fn, init)
+    except Exception as e:  # noqa: BLE001 - report any tracing failure in one line
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BomcmcError(
+            f"logdensity cannot be evaluated at the initial position: {type(e).__name__}: {msg}"
+        ) from None
+    if not hasattr(out, "shape") or int(np.prod(out.shape, dtype=int)) != 1:
+        shape = getattr(out, "shape", type(out).__name__)
+        raise BomcmcError(f"logdensity must return a scalar, got shape {shape}")
+    value, grad = jax.value_and_grad(flat_fn)(flat0)
+    if not np.isfinite(float(value)):
+        raise BomcmcError(f"logdensity is not finite at the initial position (got {float(value)})")
+    if not np.all(np.isfinite(np.asarray(grad))):
+        raise BomcmcError("gradient of logdensity is not finite at the initial position")
+
+
+def check_finite_data(name: str, **arrays: np.ndarray) -> None:
+    """Raise a one-line error if any data array holds NaN or inf (used by built-in models)."""
+    for key, arr in arrays.items():
+        a = np.asarray(arr)
+        if a.size and not np.all(np.isfinite(a)):
+            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+            raise BomcmcError(f"{name}: data array '{key}' has {bad} non-finite value(s)")

@@ -1,0 +1,501 @@
+"""The driver: posterior → sampler → tuner → chunks → store → InferenceData.
+
+All chains advance together, vmapped, inside one jitted *chunk* function that runs a dynamic
+number of transitions into fixed-size buffers. Warm-up and sampling, short and long chunks,
+and every knob value share the one compiled executable, compiled once per run (ahead of time,
+so compilation is timed apart from sampling) and cached on disk across runs when the
+persistent compilation cache is on.
+
+Transition t of chain c uses the key fold_in(key_c, t), so the draws do not depend on how the
+run is cut into chunks: a run resumed from its last complete chunk continues bit for bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import __version__
+from . import models as _models
+from . import samplers as _samplers
+from .config import set_float64
+from .errors import BomcmcError
+from .posterior import FlatPosterior, Posterior, flatten
+from .store import DiskStore, MemoryStore
+from .tuning.base import FixedTuner, Tuner
+
+WARMUP, SAMPLING = 0, 1
+
+
+# ---------------------------------------------------------------------------------------
+# The run's configuration (what config.json holds)
+# ---------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class RunSpec:
+    posterior: str
+    sampler: str
+    chains: int
+    draws: int
+    warmup: int
+    seed: int
+    thin: int = 1
+    chunk_size: int = 100
+    float64: bool = False
+    init_jitter: float = 0.0
+    save_warmup: bool = False
+    knobs: dict = dataclasses.field(default_factory=dict)
+    version: str = __version__
+
+    def validate(self) -> None:
+        for name in ("chains", "draws", "thin", "chunk_size"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise BomcmcError(f"{name} must be a positive integer, got {v!r}")
+        for name in ("warmup", "seed"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+                raise BomcmcError(f"{name} must be a non-negative integer, got {v!r}")
+        if not (math.isfinite(self.init_jitter) and self.init_jitter >= 0):
+            raise BomcmcError(f"init_jitter must be a non-negative number, got {self.init_jitter}")
+
+    @property
+    def total_iterations(self) -> int:
+        return self.warmup + self.draws * self.thin
+
+
+def _jsonable(v):
+    if isinstance(v, (np.ndarray, jax.Array)):
+        return np.asarray(v).tolist()
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    return v
+
+
+# ---------------------------------------------------------------------------------------
+# The compiled chunk: n_draws × thin transitions for every chain
+# ---------------------------------------------------------------------------------------
+def build_chunk_fn(flat: FlatPosterior, sampler: _samplers.Sampler, chunk_size: int) -> Callable:
+    """Return `chunk(keys, states, knobs, start_iter, n_draws, thin)`, vmapped over chains.
+
+    Runs `n_draws` draws (each the last of `thin` transitions) for each chain and returns the
+    final states and buffers of `chunk_size` draws (rows past n_draws are zeros). The info of
+    a thinned draw is that of its last transition, except `n_grad` (summed) and `diverging`
+    (any)."""
+    logdensity = flat.logdensity_fn
+
+    def one_chain(key, state, knobs, start_iter, n_draws, thin):
+        def transition(t, st):
+            return sampler.step(jax.random.fold_in(key, t), st, logdensity, knobs)
+
+        info_struct = jax.eval_shape(transition, start_iter, state)[1]
+        zero_info = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info_struct)
+        buf_pos = jnp.zeros((chunk_size,) + state.position.shape, state.position.dtype)
+        buf_lp = jnp.zeros((chunk_size,), state.position.dtype)
+        buf_info = jax.tree_util.tree_map(
+            lambda z: jnp.zeros((chunk_size,) + z.shape, z.dtype), zero_info
+        )
+
+        def one_draw(i, carry):
+            st, bpos, blp, binfo = carry
+            t0 = start_iter + i * thin
+
+            def thin_body(j, c):
+                s, last, n_grad, div = c
+                s, info = transition(t0 + j, s)
+                return s, info, n_grad + info.n_grad, div | info.diverging
+
+            st, info, n_grad, div = jax.lax.fori_loop(
+                0, thin, thin_body,
+                (st, zero_info, jnp.zeros_like(zero_info.n_grad), jnp.zeros((), bool)),
+            )
+            info = info._replace(n_grad=n_grad, diverging=div)
+            bpos = bpos.at[i].set(st.position)
+            blp = blp.at[i].set(st.logdensity)
+            binfo = jax.tree_util.tree_map(lambda b, v: b.at[i].set(v), binfo, info)
+            return st, bpos, blp, binfo
+
+        return jax.lax.fori_loop(0, n_draws, one_draw, (state, buf_pos, buf_lp, buf_info))
+
+    return jax.vmap(one_chain, in_axes=(0, 0, 0, None, None, None))
+
+
+# ---------------------------------------------------------------------------------------
+# Result
+# ---------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class SampleResult:
+    """What `sample` and `resume` return: `.idata` (ArviZ InferenceData), `.totals` (gradient
+    evaluations, seconds, divergences), `.path` (the run directory, if any)."""
+
+    idata: Any
+    totals: dict
+    path: Path | None = None
+
+    def summary(self) -> dict:
+        from .diagnostics import summarize
+
+        return summarize(self.idata)
+
+
+# ---------------------------------------------------------------------------------------
+# Resolving what the user handed us
+# ---------------------------------------------------------------------------------------
+def resolve_posterior(logdensity=None, init=None, posterior=None) -> Posterior:
+    if isinstance(logdensity, Posterior):
+        return logdensity
+    if isinstance(logdensity, str):
+        posterior, logdensity = logdensity, None
+    if posterior is not None:
+        if logdensity is not None or init is not None:
+            raise BomcmcError("give either posterior=NAME or (logdensity, init), not both")
+        if isinstance(posterior, Posterior):
+            return posterior
+        if not isinstance(posterior, str):
+            raise BomcmcError("posterior must be a built-in name or a bomcmc.Posterior")
+        return _models.get(posterior)
+    if logdensity is None:
+        raise BomcmcError("nothing to sample: pass logdensity and init, or posterior=NAME")
+    if not callable(logdensity):
+        raise BomcmcError("logdensity must be a callable position -> scalar")
+    if init is None:
+        raise BomcmcError("init (an initial position pytree) is required with a logdensity")
+    return Posterior(logdensity_fn=logdensity, init_position=init, name="custom")
+
+
+def _make_knobs(sampler, dim: int, knobs: dict):
+    try:
+        return sampler.make_knobs(dim, **knobs)
+    except TypeError as e:
+        raise BomcmcError(f"sampler '{sampler.name}': {e}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# The engine for one run
+# ---------------------------------------------------------------------------------------
+class _Run:
+    def __init__(self, spec: RunSpec, post: Posterior, store, tuner: Tuner | None):
+        self.spec = spec
+        self.flat = flatten(post)
+        self.sampler = _samplers.get(spec.sampler)
+        self.store = store
+        self.tuner = tuner or FixedTuner()
+        one = _make_knobs(self.sampler, self.flat.dim, spec.knobs)
+        self.knobs = jax.tree_util.tree_map(
+            lambda a: jnp.broadcast_to(a, (spec.chains,) + jnp.shape(a)), one
+        )
+        root = jax.random.PRNGKey(spec.seed)
+        self.init_key = jax.random.fold_in(root, 0)
+        self.chain_keys = jax.random.split(jax.random.fold_in(root, 1), spec.chains)
+        self.sharding = _chain_sharding(spec.chains)
+        self.compile_s = 0.0
+
+    def initial_state(self):
+        starts = self.flat.init_flat(self.init_key, self.spec.chains, self.spec.init_jitter)
+        states = jax.vmap(self.sampler.init, in_axes=(0, None))(starts, self.flat.logdensity_fn)
+        bad = ~np.isfinite(np.asarray(states.logdensity))
+        if bad.any():
+            raise BomcmcError(
+                f"logdensity is not finite at the starting point of chain(s) "
+                f"{np.flatnonzero(bad).tolist()}"
+            )
+        return states
+
+    def _put(self, tree):
+        if self.sharding is None:
+            return tree
+        return jax.device_put(tree, self.sharding)
+
+    def compile(self, states):
+        t0 = time.perf_counter()
+        fn = build_chunk_fn(self.flat, self.sampler, self.spec.chunk_size)
+        i32 = jnp.int32
+        args = (self._put(self.chain_keys), self._put(states), self._put(self.knobs),
+                jnp.asarray(0, i32), jnp.asarray(1, i32), jnp.asarray(1, i32))
+        self._chunk = jax.jit(fn).lower(*args).compile()
+        self.compile_s = time.perf_counter() - t0
+
+    def run_chunk(self, states, knobs, start_iter: int, n_draws: int, thin: int):
+        i32 = jnp.int32
+        out = self._chunk(self._put(self.chain_keys), self._put(states), self._put(knobs),
+                          jnp.asarray(start_iter, i32), jnp.asarray(n_draws, i32),
+                          jnp.asarray(thin, i32))
+        return jax.block_until_ready(out)
+
+
+def _chain_sharding(chains: int):
+    """Shard the chain axis over devices when there are several and they divide the chains."""
+    devices = jax.devices()
+    if len(devices) <= 1 or chains % len(devices) != 0:
+        return None
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(np.array(devices), ("chains",))
+    return NamedSharding(mesh, PartitionSpec("chains"))
+
+
+def _record(index, phase, start_iter, n, thin, states, knobs, next_knobs, out, wall, tuner):
+    new_states, pos, lp, info = out
+    rec = {
+        "index": np.asarray(index), "phase": np.asarray(phase),
+        "start_iter": np.asarray(start_iter), "n_draws": np.asarray(n), "thin": np.asarray(thin),
+        "wall_s": np.asarray(wall),
+        "positions": np.asarray(pos)[:, :n], "lp": np.asarray(lp)[:, :n],
+        "tuner_state": np.asarray(json.dumps(tuner.state_dict())),
+    }
+    for f, v in zip(info._fields, info):
+        rec[f"info.{f}"] = np.asarray(v)[:, :n]
+    for f, v in zip(new_states._fields, new_states):
+        rec[f"state.{f}"] = np.asarray(v)
+    for f, v in zip(knobs._fields, knobs):
+        rec[f"knobs.{f}"] = np.asarray(v)
+    for f, v in zip(next_knobs._fields, next_knobs):
+        rec[f"next_knobs.{f}"] = np.asarray(v)
+    return rec
+
+
+def _unpack(rec: dict, prefix: str, template):
+    return type(template)(*[jnp.asarray(rec[f"{prefix}.{f}"]) for f in template._fields])
+
+
+def _progress_bar(spec: RunSpec, done: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=spec.total_iterations, initial=done, unit="it", dynamic_ncols=True,
+                desc=f"{spec.sampler} x{spec.chains}", leave=True)
+
+
+def _execute(run: _Run, states, next_iter: int, chunk_index: int, progress: bool) -> None:
+    spec, knobs = run.spec, run.knobs
+    bar = _progress_bar(spec, next_iter, progress)
+    divergences = 0
+    try:
+        while next_iter < spec.total_iterations:
+            if next_iter < spec.warmup:
+                phase, thin = WARMUP, 1
+                n = min(spec.chunk_size, spec.warmup - next_iter)
+            else:
+                phase, thin = SAMPLING, spec.thin
+                done = (next_iter - spec.warmup) // spec.thin
+                n = min(spec.chunk_size, spec.draws - done)
+            t0 = time.perf_counter()
+            out = run.run_chunk(states, knobs, next_iter, n, thin)
+            wall = time.perf_counter() - t0
+            chunk_view = {"phase": phase, "positions": out[1][:, :n],
+                          "info": jax.tree_util.tree_map(lambda a: a[:, :n], out[3])}
+            next_knobs = run.tuner.after_chunk(knobs, chunk_view)
+            rec = _record(chunk_index, phase, next_iter, n, thin, out[0], knobs, next_knobs,
+                          out, wall, run.tuner)
+            run.store.write_chunk(chunk_index, rec)
+            states, knobs = out[0], next_knobs
+            next_iter += n * thin
+            chunk_index += 1
+            if bar is not None:
+                divergences += int(rec["info.diverging"].sum())
+                bar.set_postfix_str(
+                    f"{'warmup' if phase == WARMUP else 'sampling'} "
+                    f"acc={float(rec['info.acceptance_rate'].mean()):.2f} div={divergences}",
+                    refresh=False)
+                bar.update(n * thin)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+# ---------------------------------------------------------------------------------------
+# Assembling the InferenceData
+# ---------------------------------------------------------------------------------------
+def _assemble(run: _Run, store, wall_total: float):
+    import arviz as az
+
+    spec, flat = run.spec, run.flat
+    pos, lp, stats = [], [], {}
+    warm_grad = samp_grad = 0
+    warm_wall = samp_wall = 0.0
+    for rec in store.chunks():
+        n_grad = int(rec["info.n_grad"].sum())
+        if int(rec["phase"]) == WARMUP:
+            warm_grad += n_grad
+            warm_wall += float(rec["wall_s"])
+            continue
+        samp_grad += n_grad
+        samp_wall += float(rec["wall_s"])
+        pos.append(rec["positions"])
+        lp.append(rec["lp"])
+        for k, v in rec.items():
+            if k.startswith("info."):
+                stats.setdefault(k[5:], []).append(v)
+    positions = np.concatenate(pos, axis=1)
+    posterior = flat.split(positions)
+    sample_stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
+    sample_stats["lp"] = np.concatenate(lp, axis=1)
+    if "diverging" in sample_stats:
+        sample_stats["diverging"] = sample_stats["diverging"].astype(bool)
+    totals = {
+        "n_grad": samp_grad,
+        "n_grad_warmup": warm_grad,
+        "wall_s": samp_wall,
+        "wall_s_warmup": warm_wall,
+        "compile_s": run.compile_s,
+        "wall_s_total": wall_total,
+        "divergences": int(sample_stats["diverging"].sum()) if "diverging" in sample_stats else 0,
+        "accept_mean": float(np.mean(sample_stats.get("acceptance_rate", np.nan))),
+        "chains": spec.chains,
+        "draws": spec.draws,
+        "dim": flat.dim,
+    }
+    attrs = {
+        "inference_library": "bomcmc",
+        "inference_library_version": __version__,
+        "sampler": spec.sampler,
+        "posterior": spec.posterior,
+        "seed": spec.seed,
+        "config": json.dumps(dataclasses.asdict(spec), sort_keys=True),
+        "totals": json.dumps(totals, sort_keys=True),
+    }
+    idata = az.from_dict(posterior=posterior, sample_stats=sample_stats, attrs=attrs)
+    idata.posterior.attrs.update(attrs)  # group attrs survive every NetCDF round trip
+    return idata, totals
+
+
+# ---------------------------------------------------------------------------------------
+# Public entry points
+# ---------------------------------------------------------------------------------------
+def sample(
+    logdensity=None,
+    init=None,
+    *,
+    posterior=None,
+    sampler: str = "hmc",
+    chains: int = 4,
+    draws: int = 1000,
+    warmup: int = 1000,
+    seed: int = 0,
+    out: str | os.PathLike | None = None,
+    thin: int = 1,
+    chunk_size: int | None = None,
+    progress: bool = True,
+    float64: bool = False,
+    init_jitter: float = 0.0,
+    overwrite: bool = False,
+    tuner: Tuner | None = None,
+    **knobs,
+) -> SampleResult:
+    """Sample a posterior with all chains vmapped inside jitted chunks.
+
+    `logdensity` is a JAX function `position -> scalar` and `init` one chain's starting pytree
+    (a dict of arrays names the variables); or pass `posterior="NAME"` for a built-in (see
+    `bomcmc posteriors`) or a `bomcmc.Posterior`. Sampler knobs go as keyword arguments, e.g.
+    `step_size=0.1, steps=20, random_steps=True` for "hmc". With `out=DIR` every finished chunk
+    is written to DIR and the run can be continued after a crash with `resume(DIR)`.
+    """
+    t_start = time.perf_counter()
+    if float64:
+        set_float64(True)
+    post = resolve_posterior(logdensity, init, posterior)
+    spec = RunSpec(
+        posterior=post.name if _models.is_builtin(post.name) else "custom",
+        sampler=sampler, chains=chains, draws=draws, warmup=warmup, seed=seed, thin=thin,
+        chunk_size=chunk_size if chunk_size is not None else min(100, max(draws, 1)),
+        float64=bool(float64 or jax.config.read("jax_enable_x64")),
+        init_jitter=float(init_jitter),
+        knobs={k: _jsonable(v) for k, v in knobs.items()},
+    )
+    spec.validate()
+    store = DiskStore(out) if out is not None else MemoryStore()
+    run = _Run(spec, post, store, tuner)
+    states = run.initial_state()
+    if isinstance(store, DiskStore):
+        store.create(dataclasses.asdict(spec), overwrite=overwrite)
+    run.knobs = run.tuner.initial_knobs(run.knobs)
+    run.compile(states)
+    _execute(run, states, 0, 0, progress)
+    return _finish(run, store, time.perf_counter() - t_start)
+
+
+def _finish(run: _Run, store, wall_total: float) -> SampleResult:
+    idata, totals = _assemble(run, store, wall_total)
+    if isinstance(store, DiskStore):
+        store.write_idata(idata)
+        store.write_run(totals)
+    return SampleResult(idata=idata, totals=totals, path=store.path)
+
+
+def resume(
+    out: str | os.PathLike,
+    logdensity=None,
+    init=None,
+    *,
+    progress: bool = True,
+    tuner: Tuner | None = None,
+) -> SampleResult:
+    """Continue a run from its last complete chunk; the final draws equal those of an
+    uninterrupted run. A run of a custom log density needs the same `logdensity` and `init`."""
+    t_start = time.perf_counter()
+    store = DiskStore(out)
+    cfg = store.config()
+    try:
+        spec = RunSpec(**cfg)
+    except TypeError as e:
+        raise BomcmcError(f"{store.path / 'config.json'}: not a bomcmc run configuration: {e}") from None
+    spec.validate()
+    if spec.float64:
+        set_float64(True)
+    if spec.posterior == "custom":
+        if logdensity is None:
+            raise BomcmcError(
+                f"{store.path} sampled a custom log density: pass the same logdensity and init "
+                "to bomcmc.resume (the CLI can only resume built-in posteriors)"
+            )
+        post = resolve_posterior(logdensity, init)
+    else:
+        post = resolve_posterior(posterior=spec.posterior)
+    run = _Run(spec, post, store, tuner)
+    last = store.last_chunk()
+    if last is None:
+        states = run.initial_state()
+        next_iter, index = 0, 0
+        run.knobs = run.tuner.initial_knobs(run.knobs)
+    else:
+        template = run.initial_state()
+        states = _unpack(last, "state", template)
+        if states.position.shape != template.position.shape:
+            raise BomcmcError(f"{store.path}: stored chains do not match the posterior's dimension")
+        run.knobs = _unpack(last, "next_knobs", run.knobs)
+        run.tuner.load_state_dict(json.loads(str(last["tuner_state"])))
+        next_iter = int(last["start_iter"]) + int(last["n_draws"]) * int(last["thin"])
+        index = int(last["index"]) + 1
+    run.compile(states)
+    _execute(run, states, next_iter, index, progress)
+    return _finish(run, store, time.perf_counter() - t_start)
+
+
+def load(out: str | os.PathLike) -> SampleResult:
+    """Open a finished run directory."""
+    import arviz as az
+
+    from .store import read_json
+
+    store = DiskStore(out)
+    if not store.is_complete():
+        if (store.path / "config.json").exists():
+            raise BomcmcError(f"{store.path}: run is not complete (continue it with `bomcmc resume`)")
+        raise BomcmcError(f"{store.path}: not a bomcmc run directory (no config.json)")
+    try:
+        idata = az.from_netcdf(store.path / "idata.nc")
+    except Exception as e:  # noqa: BLE001
+        raise BomcmcError(f"{store.path / 'idata.nc'}: unreadable ({type(e).__name__})") from None
+    totals = read_json(store.path / "run.json", "run totals")
+    return SampleResult(idata=idata, totals=totals, path=store.path)

@@ -1,0 +1,29 @@
+"""Samplers by name. Each module holds one algorithm; see `base.Sampler` for the protocol."""
+
+from __future__ import annotations
+
+from ..errors import BomcmcError
+from . import hmc
+from .base import Sampler
+
+_SAMPLERS: dict[str, Sampler] = {"hmc": hmc.sampler}
+
+
+def get(name: str) -> Sampler:
+    try:
+        return _SAMPLERS[name]
+    except KeyError:
+        raise BomcmcError(
+            f"unknown sampler '{name}' (available: {', '.join(sorted(_SAMPLERS))})"
+        ) from None
+
+
+def register(sampler: Sampler) -> None:
+    _SAMPLERS[sampler.name] = sampler
+
+
+def names() -> list[str]:
+    return sorted(_SAMPLERS)
+
+
+__all__ = ["Sampler", "get", "register", "names", "hmc"]

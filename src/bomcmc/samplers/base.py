@@ -1,0 +1,30 @@
+"""The sampler protocol every kernel plugs into the driver with.
+
+A `Sampler` bundles pure functions on one chain and one flat position vector:
+
+    init(position, logdensity_fn) -> state
+    step(key, state, logdensity_fn, knobs) -> (state, info)
+    make_knobs(dim, **user_knobs) -> knobs      (validated; a NamedTuple of arrays)
+
+`state`, `knobs` and `info` are NamedTuples of arrays, so the driver can vmap them over
+chains, carry them through `lax` loops, write them to disk and read them back. Every info
+must carry `n_grad` (gradient evaluations) and `diverging`; the driver sums and counts them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+
+class Sampler(NamedTuple):
+    name: str
+    init: Callable[..., Any]
+    step: Callable[..., Any]
+    make_knobs: Callable[..., Any]
+
+
+def as_float():
+    return jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
