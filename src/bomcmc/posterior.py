@@ -131,8 +131,11 @@ def _check_init_leaves(position: PyTree) -> None:
             raise BomcmcError(f"initial position {where} contains NaN or inf")
 
 
-def flatten(posterior: Posterior) -> FlatPosterior:
-    """Validate a posterior and return its flat form (see module docstring)."""
+def flatten(posterior: Posterior, check_finite: bool = True) -> FlatPosterior:
+    """Validate a posterior and return its flat form (see module docstring).
+
+    With `check_finite=False` only shapes are checked (the driver checks finiteness at every
+    chain's start itself, in one compiled call)."""
     if not callable(posterior.logdensity_fn):
         raise BomcmcError("logdensity must be a callable position -> scalar")
     _check_init_leaves(posterior.init_position)
@@ -145,7 +148,7 @@ def flatten(posterior: Posterior) -> FlatPosterior:
     def flat_logdensity(x):
         return jnp.asarray(user_fn(unravel(x)), dtype=x.dtype).reshape(())
 
-    _check_logdensity(user_fn, init, flat_logdensity, flat0)
+    _check_logdensity(user_fn, init, flat_logdensity, flat0, check_finite)
     return FlatPosterior(
         logdensity_fn=flat_logdensity,
         unravel=unravel,
@@ -156,7 +159,7 @@ def flatten(posterior: Posterior) -> FlatPosterior:
     )
 
 
-def _check_logdensity(user_fn, init, flat_fn, flat0) -> None:
+def _check_logdensity(user_fn, init, flat_fn, flat0, check_finite: bool = True) -> None:
     try:
         out = jax.eval_shape(user_fn, init)
     except Exception as e:  # noqa: BLE001 - report any tracing failure in one line
@@ -167,7 +170,9 @@ def _check_logdensity(user_fn, init, flat_fn, flat0) -> None:
     if not hasattr(out, "shape") or int(np.prod(out.shape, dtype=int)) != 1:
         shape = getattr(out, "shape", type(out).__name__)
         raise BomcmcError(f"logdensity must return a scalar, got shape {shape}")
-    value, grad = jax.value_and_grad(flat_fn)(flat0)
+    if not check_finite:
+        return
+    value, grad = jax.jit(jax.value_and_grad(flat_fn))(flat0)
     if not np.isfinite(float(value)):
         raise BomcmcError(f"logdensity is not finite at the initial position (got {float(value)})")
     if not np.all(np.isfinite(np.asarray(grad))):

@@ -31,7 +31,8 @@ from .config import set_float64
 from .errors import BomcmcError
 from .posterior import FlatPosterior, Posterior, flatten
 from .store import DiskStore, MemoryStore
-from .tuning.base import FixedTuner, Tuner
+from .tuning import get_adapter
+from .tuning.base import Adapter, FixedTuner, Tuner
 
 WARMUP, SAMPLING = 0, 1
 
@@ -53,6 +54,8 @@ class RunSpec:
     init_jitter: float = 0.0
     save_warmup: bool = False
     knobs: dict = dataclasses.field(default_factory=dict)
+    adapt: str | None = None
+    adapt_options: dict = dataclasses.field(default_factory=dict)
     version: str = __version__
 
     def validate(self) -> None:
@@ -85,20 +88,34 @@ def _jsonable(v):
 # ---------------------------------------------------------------------------------------
 # The compiled chunk: n_draws × thin transitions for every chain
 # ---------------------------------------------------------------------------------------
-def build_chunk_fn(flat: FlatPosterior, sampler: _samplers.Sampler, chunk_size: int) -> Callable:
-    """Return `chunk(keys, states, knobs, start_iter, n_draws, thin)`, vmapped over chains.
+def build_chunk_fn(
+    flat: FlatPosterior, sampler: _samplers.Sampler, chunk_size: int, warmup: int,
+    adapter: Adapter | None = None,
+) -> Callable:
+    """Return `chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin)`, vmapped
+    over chains, returning `(states, knobs, adapt_states, positions, lp, info)`.
 
-    Runs `n_draws` draws (each the last of `thin` transitions) for each chain and returns the
-    final states and buffers of `chunk_size` draws (rows past n_draws are zeros). The info of
-    a thinned draw is that of its last transition, except `n_grad` (summed) and `diverging`
-    (any)."""
+    Runs `n_draws` draws (each the last of `thin` transitions) for each chain into buffers of
+    `chunk_size` draws (rows past n_draws are zeros). The info of a thinned draw is that of
+    its last transition, except `n_grad` (summed) and `diverging` (any). During the first
+    `warmup` transitions the adapter (if any) updates its state and the knobs after every
+    transition, inside the compiled loop; its last update hands over the final knobs."""
     logdensity = flat.logdensity_fn
 
-    def one_chain(key, state, knobs, start_iter, n_draws, thin):
-        def transition(t, st):
-            return sampler.step(jax.random.fold_in(key, t), st, logdensity, knobs)
+    def one_chain(key, state, knobs, adapt_state, start_iter, n_draws, thin):
+        def transition(t, carry):
+            st, kn, ad = carry
+            st, info = sampler.step(jax.random.fold_in(key, t), st, logdensity, kn)
+            if adapter is not None:
+                ad, kn = jax.lax.cond(
+                    t < warmup,
+                    lambda: adapter.update(jax.random.fold_in(key, -1 - t), ad, t, st, info,
+                                           kn, logdensity),
+                    lambda: (ad, kn),
+                )
+            return (st, kn, ad), info
 
-        info_struct = jax.eval_shape(transition, start_iter, state)[1]
+        info_struct = jax.eval_shape(transition, start_iter, (state, knobs, adapt_state))[1]
         zero_info = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info_struct)
         buf_pos = jnp.zeros((chunk_size,) + state.position.shape, state.position.dtype)
         buf_lp = jnp.zeros((chunk_size,), state.position.dtype)
@@ -107,27 +124,31 @@ def build_chunk_fn(flat: FlatPosterior, sampler: _samplers.Sampler, chunk_size: 
         )
 
         def one_draw(i, carry):
-            st, bpos, blp, binfo = carry
+            chain, bpos, blp, binfo = carry
             t0 = start_iter + i * thin
 
             def thin_body(j, c):
-                s, last, n_grad, div = c
-                s, info = transition(t0 + j, s)
-                return s, info, n_grad + info.n_grad, div | info.diverging
+                ch, last, n_grad, div = c
+                ch, info = transition(t0 + j, ch)
+                return ch, info, n_grad + info.n_grad, div | info.diverging
 
-            st, info, n_grad, div = jax.lax.fori_loop(
+            chain, info, n_grad, div = jax.lax.fori_loop(
                 0, thin, thin_body,
-                (st, zero_info, jnp.zeros_like(zero_info.n_grad), jnp.zeros((), bool)),
+                (chain, zero_info, jnp.zeros_like(zero_info.n_grad), jnp.zeros((), bool)),
             )
             info = info._replace(n_grad=n_grad, diverging=div)
+            st = chain[0]
             bpos = bpos.at[i].set(st.position)
             blp = blp.at[i].set(st.logdensity)
             binfo = jax.tree_util.tree_map(lambda b, v: b.at[i].set(v), binfo, info)
-            return st, bpos, blp, binfo
+            return chain, bpos, blp, binfo
 
-        return jax.lax.fori_loop(0, n_draws, one_draw, (state, buf_pos, buf_lp, buf_info))
+        chain, bpos, blp, binfo = jax.lax.fori_loop(
+            0, n_draws, one_draw, ((state, knobs, adapt_state), buf_pos, buf_lp, buf_info)
+        )
+        return chain[0], chain[1], chain[2], bpos, blp, binfo
 
-    return jax.vmap(one_chain, in_axes=(0, 0, 0, None, None, None))
+    return jax.vmap(one_chain, in_axes=(0, 0, 0, 0, None, None, None))
 
 
 # ---------------------------------------------------------------------------------------
@@ -186,13 +207,16 @@ def _make_knobs(sampler, dim: int, knobs: dict):
 class _Run:
     def __init__(self, spec: RunSpec, post: Posterior, store, tuner: Tuner | None):
         self.spec = spec
-        self.flat = flatten(post)
+        self.flat = flatten(post, check_finite=False)
         self.sampler = _samplers.get(spec.sampler)
         self.store = store
         self.tuner = tuner or FixedTuner()
+        self.adapter = get_adapter(spec.adapt, spec.adapt_options) if spec.adapt else None
+        if self.adapter is not None and spec.warmup == 0:
+            raise BomcmcError(f"adapt='{spec.adapt}' needs warmup > 0")
         one = _make_knobs(self.sampler, self.flat.dim, spec.knobs)
         self.knobs = jax.tree_util.tree_map(
-            lambda a: jnp.broadcast_to(a, (spec.chains,) + jnp.shape(a)), one
+            lambda a: np.broadcast_to(a, (spec.chains,) + np.shape(a)).copy(), one
         )
         root = jax.random.PRNGKey(spec.seed)
         self.init_key = jax.random.fold_in(root, 0)
@@ -202,13 +226,15 @@ class _Run:
 
     def initial_state(self):
         starts = self.flat.init_flat(self.init_key, self.spec.chains, self.spec.init_jitter)
-        states = jax.vmap(self.sampler.init, in_axes=(0, None))(starts, self.flat.logdensity_fn)
-        bad = ~np.isfinite(np.asarray(states.logdensity))
-        if bad.any():
-            raise BomcmcError(
-                f"logdensity is not finite at the starting point of chain(s) "
-                f"{np.flatnonzero(bad).tolist()}"
-            )
+        init = jax.jit(jax.vmap(lambda x: self.sampler.init(x, self.flat.logdensity_fn)))
+        states = init(starts)
+        lp = np.asarray(states.logdensity)
+        grad_ok = np.all(np.isfinite(np.asarray(states.logdensity_grad)), axis=-1)
+        for bad, what in ((~np.isfinite(lp), "logdensity"), (~grad_ok, "gradient of logdensity")):
+            if bad.any():
+                where = ("the initial position" if bad.all()
+                         else f"the starting point of chain(s) {np.flatnonzero(bad).tolist()}")
+                raise BomcmcError(f"{what} is not finite at {where}")
         return states
 
     def _put(self, tree):
@@ -216,20 +242,29 @@ class _Run:
             return tree
         return jax.device_put(tree, self.sharding)
 
-    def compile(self, states):
+    def initial_adapt_state(self, states):
+        """Per-chain adaptation state (an empty tuple when nothing adapts in warm-up)."""
+        if self.adapter is None:
+            return ()
+        init = jax.vmap(lambda x, kn: self.adapter.init(x, kn, self.spec.warmup))
+        return jax.jit(init)(states.position, self.knobs)
+
+    def compile(self, states, adapt_state):
         t0 = time.perf_counter()
-        fn = build_chunk_fn(self.flat, self.sampler, self.spec.chunk_size)
+        fn = build_chunk_fn(self.flat, self.sampler, self.spec.chunk_size, self.spec.warmup,
+                            self.adapter)
         i32 = jnp.int32
         args = (self._put(self.chain_keys), self._put(states), self._put(self.knobs),
+                self._put(adapt_state),
                 jnp.asarray(0, i32), jnp.asarray(1, i32), jnp.asarray(1, i32))
         self._chunk = jax.jit(fn).lower(*args).compile()
         self.compile_s = time.perf_counter() - t0
 
-    def run_chunk(self, states, knobs, start_iter: int, n_draws: int, thin: int):
+    def run_chunk(self, states, knobs, adapt_state, start_iter: int, n_draws: int, thin: int):
         i32 = jnp.int32
         out = self._chunk(self._put(self.chain_keys), self._put(states), self._put(knobs),
-                          jnp.asarray(start_iter, i32), jnp.asarray(n_draws, i32),
-                          jnp.asarray(thin, i32))
+                          self._put(adapt_state), jnp.asarray(start_iter, i32),
+                          jnp.asarray(n_draws, i32), jnp.asarray(thin, i32))
         return jax.block_until_ready(out)
 
 
@@ -244,8 +279,8 @@ def _chain_sharding(chains: int):
     return NamedSharding(mesh, PartitionSpec("chains"))
 
 
-def _record(index, phase, start_iter, n, thin, states, knobs, next_knobs, out, wall, tuner):
-    new_states, pos, lp, info = out
+def _record(index, phase, start_iter, n, thin, knobs, next_knobs, out, wall, tuner):
+    new_states, _, adapt_state, pos, lp, info = out
     rec = {
         "index": np.asarray(index), "phase": np.asarray(phase),
         "start_iter": np.asarray(start_iter), "n_draws": np.asarray(n), "thin": np.asarray(thin),
@@ -261,6 +296,8 @@ def _record(index, phase, start_iter, n, thin, states, knobs, next_knobs, out, w
         rec[f"knobs.{f}"] = np.asarray(v)
     for f, v in zip(next_knobs._fields, next_knobs):
         rec[f"next_knobs.{f}"] = np.asarray(v)
+    for f, v in zip(getattr(adapt_state, "_fields", ()), adapt_state):
+        rec[f"adapt.{f}"] = np.asarray(v)
     return rec
 
 
@@ -277,7 +314,8 @@ def _progress_bar(spec: RunSpec, done: int, enabled: bool):
                 desc=f"{spec.sampler} x{spec.chains}", leave=True)
 
 
-def _execute(run: _Run, states, next_iter: int, chunk_index: int, progress: bool) -> None:
+def _execute(run: _Run, states, adapt_state, next_iter: int, chunk_index: int,
+             progress: bool) -> None:
     spec, knobs = run.spec, run.knobs
     bar = _progress_bar(spec, next_iter, progress)
     divergences = 0
@@ -291,15 +329,15 @@ def _execute(run: _Run, states, next_iter: int, chunk_index: int, progress: bool
                 done = (next_iter - spec.warmup) // spec.thin
                 n = min(spec.chunk_size, spec.draws - done)
             t0 = time.perf_counter()
-            out = run.run_chunk(states, knobs, next_iter, n, thin)
+            out = run.run_chunk(states, knobs, adapt_state, next_iter, n, thin)
             wall = time.perf_counter() - t0
-            chunk_view = {"phase": phase, "positions": out[1][:, :n],
-                          "info": jax.tree_util.tree_map(lambda a: a[:, :n], out[3])}
-            next_knobs = run.tuner.after_chunk(knobs, chunk_view)
-            rec = _record(chunk_index, phase, next_iter, n, thin, out[0], knobs, next_knobs,
+            chunk_view = {"phase": phase, "positions": out[3][:, :n],
+                          "info": jax.tree_util.tree_map(lambda a: a[:, :n], out[5])}
+            next_knobs = run.tuner.after_chunk(out[1], chunk_view)
+            rec = _record(chunk_index, phase, next_iter, n, thin, knobs, next_knobs,
                           out, wall, run.tuner)
             run.store.write_chunk(chunk_index, rec)
-            states, knobs = out[0], next_knobs
+            states, knobs, adapt_state = out[0], next_knobs, out[2]
             next_iter += n * thin
             chunk_index += 1
             if bar is not None:
@@ -391,6 +429,8 @@ def sample(
     init_jitter: float = 0.0,
     overwrite: bool = False,
     tuner: Tuner | None = None,
+    adapt: str | None = None,
+    adapt_options: dict | None = None,
     **knobs,
 ) -> SampleResult:
     """Sample a posterior with all chains vmapped inside jitted chunks.
@@ -398,13 +438,17 @@ def sample(
     `logdensity` is a JAX function `position -> scalar` and `init` one chain's starting pytree
     (a dict of arrays names the variables); or pass `posterior="NAME"` for a built-in (see
     `bomcmc posteriors`) or a `bomcmc.Posterior`. Sampler knobs go as keyword arguments, e.g.
-    `step_size=0.1, steps=20, random_steps=True` for "hmc". With `out=DIR` every finished chunk
-    is written to DIR and the run can be continued after a crash with `resume(DIR)`.
+    `step_size=0.1, steps=20, random_steps=True` for "hmc". `adapt="NAME"` runs a warm-up
+    adapter inside the compiled loop (see `bomcmc.tuning.adapter_names()`). With `out=DIR`
+    every finished chunk is written to DIR and the run can be continued after a crash with
+    `resume(DIR)`.
     """
     t_start = time.perf_counter()
+    _preload_arviz()
     if float64:
         set_float64(True)
     post = resolve_posterior(logdensity, init, posterior)
+    adapt_options = adapt_options or {}
     spec = RunSpec(
         posterior=post.name if _models.is_builtin(post.name) else "custom",
         sampler=sampler, chains=chains, draws=draws, warmup=warmup, seed=seed, thin=thin,
@@ -412,6 +456,7 @@ def sample(
         float64=bool(float64 or jax.config.read("jax_enable_x64")),
         init_jitter=float(init_jitter),
         knobs={k: _jsonable(v) for k, v in knobs.items()},
+        adapt=adapt, adapt_options={k: _jsonable(v) for k, v in adapt_options.items()},
     )
     spec.validate()
     store = DiskStore(out) if out is not None else MemoryStore()
@@ -420,9 +465,20 @@ def sample(
     if isinstance(store, DiskStore):
         store.create(dataclasses.asdict(spec), overwrite=overwrite)
     run.knobs = run.tuner.initial_knobs(run.knobs)
-    run.compile(states)
-    _execute(run, states, 0, 0, progress)
+    adapt_state = run.initial_adapt_state(states)
+    run.compile(states, adapt_state)
+    _execute(run, states, adapt_state, 0, 0, progress)
     return _finish(run, store, time.perf_counter() - t_start)
+
+
+def _preload_arviz() -> None:
+    """Import ArviZ (about 1.5 s) in a thread while JAX compiles and samples, which release
+    the GIL; the InferenceData is assembled only at the end."""
+    import sys
+    import threading
+
+    if "arviz" not in sys.modules:
+        threading.Thread(target=lambda: __import__("arviz"), daemon=True).start()
 
 
 def _finish(run: _Run, store, wall_total: float) -> SampleResult:
@@ -444,6 +500,7 @@ def resume(
     """Continue a run from its last complete chunk; the final draws equal those of an
     uninterrupted run. A run of a custom log density needs the same `logdensity` and `init`."""
     t_start = time.perf_counter()
+    _preload_arviz()
     store = DiskStore(out)
     cfg = store.config()
     try:
@@ -464,21 +521,27 @@ def resume(
         post = resolve_posterior(posterior=spec.posterior)
     run = _Run(spec, post, store, tuner)
     last = store.last_chunk()
+    template = run.initial_state()
+    adapt_template = run.initial_adapt_state(template)
     if last is None:
-        states = run.initial_state()
+        states, adapt_state = template, adapt_template
         next_iter, index = 0, 0
         run.knobs = run.tuner.initial_knobs(run.knobs)
     else:
-        template = run.initial_state()
-        states = _unpack(last, "state", template)
+        try:
+            states = _unpack(last, "state", template)
+            run.knobs = _unpack(last, "next_knobs", run.knobs)
+            adapt_state = (_unpack(last, "adapt", adapt_template)
+                           if hasattr(adapt_template, "_fields") else ())
+        except KeyError as e:
+            raise BomcmcError(f"{store.path}: last chunk lacks {e}; not from this sampler") from None
         if states.position.shape != template.position.shape:
             raise BomcmcError(f"{store.path}: stored chains do not match the posterior's dimension")
-        run.knobs = _unpack(last, "next_knobs", run.knobs)
         run.tuner.load_state_dict(json.loads(str(last["tuner_state"])))
         next_iter = int(last["start_iter"]) + int(last["n_draws"]) * int(last["thin"])
         index = int(last["index"]) + 1
-    run.compile(states)
-    _execute(run, states, next_iter, index, progress)
+    run.compile(states, adapt_state)
+    _execute(run, states, adapt_state, next_iter, index, progress)
     return _finish(run, store, time.perf_counter() - t_start)
 
 

@@ -15,6 +15,7 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .base import Sampler, as_float
 from .integrators import IntegratorState, kinetic_energy, leapfrog
@@ -114,25 +115,29 @@ def default_knobs(
     """Validated knobs for one chain."""
     from ..errors import BomcmcError
 
-    if not (step_size > 0 and jnp.isfinite(step_size)):
+    import math
+
+    if not (isinstance(step_size, (int, float)) and step_size > 0 and math.isfinite(step_size)):
         raise BomcmcError(f"step_size must be a positive finite number, got {step_size}")
-    if int(steps) != steps or steps < 1:
+    if isinstance(steps, bool) or not isinstance(steps, (int, float)) or int(steps) != steps \
+            or steps < 1:
         raise BomcmcError(f"steps (L) must be a positive integer, got {steps}")
     if inverse_mass_matrix is None:
-        inv_mass = jnp.ones((dim,), as_float())
+        inv_mass = np.ones((dim,))
     else:
-        inv_mass = jnp.asarray(inverse_mass_matrix, as_float())
+        inv_mass = np.asarray(inverse_mass_matrix, dtype=float)
         if inv_mass.shape != (dim,):
             raise BomcmcError(
                 f"inverse_mass_matrix must be a diagonal of shape ({dim},), got {inv_mass.shape}"
             )
-        if not bool(jnp.all(jnp.isfinite(inv_mass) & (inv_mass > 0))):
+        if not np.all(np.isfinite(inv_mass) & (inv_mass > 0)):
             raise BomcmcError("inverse_mass_matrix must be positive and finite")
+    dtype = as_float()
     return HMCKnobs(
-        step_size=jnp.asarray(step_size, as_float()),
-        num_steps=jnp.asarray(int(steps), jnp.int32),
-        inverse_mass_matrix=inv_mass,
-        random_steps=jnp.asarray(bool(random_steps)),
+        step_size=np.asarray(step_size, dtype),
+        num_steps=np.asarray(int(steps), np.int32),
+        inverse_mass_matrix=inv_mass.astype(dtype),
+        random_steps=np.asarray(bool(random_steps)),
     )
 
 
