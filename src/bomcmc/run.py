@@ -393,6 +393,7 @@ def _assemble(run: _Run, store, wall_total: float):
         "chains": spec.chains,
         "draws": spec.draws,
         "dim": flat.dim,
+        "devices": 1 if run.sharding is None else len(run.sharding.mesh.devices.ravel()),
     }
     attrs = {
         "inference_library": "bomcmc",

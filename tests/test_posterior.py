@@ -1,0 +1,89 @@
+"""Bad input is a one-line BomcmcError (a ValueError) naming the problem, never a deep traceback."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import bomcmc
+from bomcmc import BomcmcError
+from bomcmc.models.logistic import logistic_regression
+from bomcmc.posterior import Posterior, flatten
+
+
+def gauss(x):
+    return -0.5 * jnp.sum(x**2)
+
+
+def run(*args, **kw):
+    kw.setdefault("draws", 5)
+    kw.setdefault("warmup", 0)
+    kw.setdefault("chains", 1)
+    kw.setdefault("progress", False)
+    return bomcmc.sample(*args, **kw)
+
+
+@pytest.mark.parametrize(
+    "args, kw, match",
+    [
+        ((gauss, jnp.array([0.0, jnp.nan])), {}, "NaN or inf"),
+        ((gauss, {"a": np.array([], dtype=float)}), {}, "empty"),
+        ((gauss, {"a": np.array(["x"])}), {}, "non-numeric"),
+        ((lambda x: x, jnp.zeros(3)), {}, "must return a scalar"),
+        ((lambda x: jnp.log(x[0] - 1.0), jnp.zeros(2)), {}, "not finite at the initial position"),
+        ((lambda x: x @ jnp.ones(4), jnp.zeros(3)), {}, "cannot be evaluated"),
+        ((gauss,), {}, "init"),
+        ((), {}, "nothing to sample"),
+        ((gauss, jnp.zeros(2)), {"posterior": "gauss-2d-corr"}, "not both"),
+        ((), {"posterior": "no-such-thing"}, "unknown posterior"),
+        ((gauss, jnp.zeros(2)), {"sampler": "magic"}, "unknown sampler"),
+        ((gauss, jnp.zeros(2)), {"chains": 0}, "chains"),
+        ((gauss, jnp.zeros(2)), {"draws": -1}, "draws"),
+        ((gauss, jnp.zeros(2)), {"warmup": 2.5}, "warmup"),
+        ((gauss, jnp.zeros(2)), {"step_size": -0.1}, "step_size"),
+        ((gauss, jnp.zeros(2)), {"steps": 0}, "steps"),
+        ((gauss, jnp.zeros(2)), {"inverse_mass_matrix": [1.0, 1.0, 1.0]}, "shape"),
+        ((gauss, jnp.zeros(2)), {"inverse_mass_matrix": [1.0, -1.0]}, "positive"),
+        ((gauss, jnp.zeros(2)), {"no_such_knob": 1}, "no_such_knob"),
+    ],
+)
+def test_bad_input_is_one_line_value_error(args, kw, match):
+    with pytest.raises(ValueError, match=match) as exc:
+        run(*args, **kw)
+    assert isinstance(exc.value, BomcmcError)
+    assert "\n" not in str(exc.value)
+
+
+def test_non_finite_gradient_at_init():
+    with pytest.raises(BomcmcError, match="gradient"):
+        flatten(Posterior(lambda x: jnp.sum(jnp.sqrt(x)), jnp.zeros(2)))
+
+
+def test_nan_in_data_is_named():
+    X = np.ones((5, 2))
+    X[2, 1] = np.nan
+    with pytest.raises(BomcmcError, match="'X' has 1 non-finite"):
+        logistic_regression(X, np.zeros(5))
+
+
+def test_wrong_data_shapes_and_labels():
+    with pytest.raises(BomcmcError, match="X must be"):
+        logistic_regression(np.ones((5, 2)), np.zeros(4))
+    with pytest.raises(BomcmcError, match="0 or 1"):
+        logistic_regression(np.ones((5, 2)), np.full(5, 2.0))
+
+
+def test_chain_starting_where_density_is_infinite():
+    """Dispersed starts from an initializer are checked per chain."""
+    post = Posterior(lambda x: jnp.where(x[0] > 0, gauss(x), -jnp.inf), jnp.ones(2),
+                     initializer=lambda k: -jnp.ones(2))
+    with pytest.raises(BomcmcError, match="not finite"):
+        run(post)
+
+
+def test_variable_names_from_pytree():
+    f = flatten(Posterior(lambda p: -jnp.sum(p["a"] ** 2) - p["b"] ** 2,
+                          {"b": jnp.zeros(()), "a": jnp.zeros((2, 3))}))
+    assert f.var_names == ("a", "b") and f.var_shapes == ((2, 3), ())
+    split = f.split(np.arange(14.0).reshape(2, 7))
+    assert split["a"].shape == (2, 2, 3) and split["b"].shape == (2,)
+    np.testing.assert_array_equal(split["b"], [6.0, 13.0])
