@@ -36,6 +36,10 @@ class Posterior:
             (built-ins use Stan's uniform(-2, 2) on the unconstrained scale or similar).
         description: one line for `bomcmc posteriors`.
         meta: known facts used by tests and experiments, e.g. {"mean": ..., "cov": ...}.
+        constrain: optional `position -> {name: array}` mapping an unconstrained draw to the
+            quantities users read (constrained parameters, Stan's reported names). When given,
+            the InferenceData's `posterior` group holds these and `unconstrained_posterior`
+            holds the sampled coordinates.
     """
 
     logdensity_fn: Callable[[PyTree], jax.Array]
@@ -44,6 +48,7 @@ class Posterior:
     initializer: Callable[[jax.Array], PyTree] | None = None
     description: str = ""
     meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    constrain: Callable[[PyTree], dict] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +70,14 @@ class FlatPosterior:
             out[name] = np.asarray(flat[..., i : i + n]).reshape(flat.shape[:-1] + shape)
             i += n
         return out
+
+    def constrained(self, flat: np.ndarray) -> dict[str, np.ndarray] | None:
+        """Apply the posterior's `constrain` to draws (chains, draws, dim), or None."""
+        fn = self.source.constrain
+        if fn is None:
+            return None
+        f = jax.jit(jax.vmap(jax.vmap(lambda x: fn(self.unravel(x)))))
+        return {k: np.asarray(v) for k, v in f(jnp.asarray(flat)).items()}
 
     def init_flat(self, key: jax.Array | None, chains: int, jitter: float = 0.0) -> jax.Array:
         """(chains, dim) starting points: the posterior's initializer if it has one and a key is

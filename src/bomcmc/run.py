@@ -404,7 +404,11 @@ def _assemble(run: _Run, store, wall_total: float):
         "config": json.dumps(dataclasses.asdict(spec), sort_keys=True),
         "totals": json.dumps(totals, sort_keys=True),
     }
-    idata = az.from_dict(posterior=posterior, sample_stats=sample_stats, attrs=attrs)
+    constrained = flat.constrained(positions)
+    idata = az.from_dict(posterior=constrained if constrained is not None else posterior,
+                         sample_stats=sample_stats, attrs=attrs)
+    if constrained is not None:
+        idata.add_groups(unconstrained_posterior=az.dict_to_dataset(posterior, library=None))
     idata.posterior.attrs.update(attrs)  # group attrs survive every NetCDF round trip
     return idata, totals
 
