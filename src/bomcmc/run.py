@@ -321,13 +321,14 @@ def _execute(run: _Run, states, adapt_state, next_iter: int, chunk_index: int,
     divergences = 0
     try:
         while next_iter < spec.total_iterations:
+            limit = min(spec.chunk_size, max(1, int(run.tuner.chunk_draws(knobs, spec.chunk_size))))
             if next_iter < spec.warmup:
                 phase, thin = WARMUP, 1
-                n = min(spec.chunk_size, spec.warmup - next_iter)
+                n = min(limit, spec.warmup - next_iter)
             else:
                 phase, thin = SAMPLING, spec.thin
                 done = (next_iter - spec.warmup) // spec.thin
-                n = min(spec.chunk_size, spec.draws - done)
+                n = min(limit, spec.draws - done)
             t0 = time.perf_counter()
             out = run.run_chunk(states, knobs, adapt_state, next_iter, n, thin)
             wall = time.perf_counter() - t0

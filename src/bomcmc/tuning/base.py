@@ -6,6 +6,9 @@ chunk. Knobs are arrays with a leading chain axis; changing their values never r
 
     initial_knobs(knobs) -> knobs            before the first chunk
     after_chunk(knobs, chunk) -> knobs       chunk: {"positions", "info": {...}, "phase", ...}
+    chunk_draws(knobs, chunk_size) -> int    draws in the next chunk (at most chunk_size, the
+                                             compiled buffer): a super-transition of a fixed
+                                             leapfrog budget has budget // L draws
     state_dict() -> dict / load_state_dict   JSON-able, saved with every chunk so a resumed
                                              run continues the tuner exactly
 """
@@ -22,6 +25,8 @@ class Tuner(Protocol):
 
     def after_chunk(self, knobs: Any, chunk: dict) -> Any: ...
 
+    def chunk_draws(self, knobs: Any, chunk_size: int) -> int: ...
+
     def state_dict(self) -> dict: ...
 
     def load_state_dict(self, state: dict) -> None: ...
@@ -37,6 +42,9 @@ class FixedTuner:
 
     def after_chunk(self, knobs, chunk):
         return knobs
+
+    def chunk_draws(self, knobs, chunk_size: int) -> int:
+        return chunk_size
 
     def state_dict(self) -> dict:
         return {}
