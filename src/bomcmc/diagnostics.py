@@ -124,7 +124,11 @@ def format_table(summary: dict, max_rows: int = 40) -> str:
              f"{'ess_tail':>10}{'r_hat':>8}"]
 
     def fmt(v, w, p):
-        return f"{v:>{w}.{p}f}" if v is not None else f"{'nan':>{w}}"
+        if v is None:
+            return f"{'nan':>{w}}"
+        if abs(v) >= 10 ** (w - p - 3) or (v != 0 and abs(v) < 10 ** -p):
+            return f"{v:>{w}.{max(p, 2)}g}"
+        return f"{v:>{w}.{p}f}"
 
     rows = 0
     for name, s in summary["variables"].items():

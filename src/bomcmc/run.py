@@ -166,7 +166,7 @@ class SampleResult:
     def summary(self) -> dict:
         from .diagnostics import summarize
 
-        return summarize(self.idata)
+        return summarize(self.idata, self.totals)
 
 
 # ---------------------------------------------------------------------------------------
@@ -466,6 +466,8 @@ def sample(
     )
     spec.validate()
     store = DiskStore(out) if out is not None else MemoryStore()
+    if isinstance(store, DiskStore):
+        store.check_writable(overwrite)
     run = _Run(spec, post, store, tuner)
     states = run.initial_state()
     if isinstance(store, DiskStore):
@@ -558,10 +560,9 @@ def load(out: str | os.PathLike) -> SampleResult:
     from .store import read_json
 
     store = DiskStore(out)
+    store.config()  # a missing directory, no or malformed config.json: one clear error
     if not store.is_complete():
-        if (store.path / "config.json").exists():
-            raise BomcmcError(f"{store.path}: run is not complete (continue it with `bomcmc resume`)")
-        raise BomcmcError(f"{store.path}: not a bomcmc run directory (no config.json)")
+        raise BomcmcError(f"{store.path}: run is not complete (continue it with `bomcmc resume`)")
     try:
         idata = az.from_netcdf(store.path / "idata.nc")
     except Exception as e:  # noqa: BLE001

@@ -91,15 +91,24 @@ class DiskStore:
         self.chunk_dir = self.path / "chunks"
 
     # -- creating and opening -------------------------------------------------------------
+    def check_writable(self, overwrite: bool = False) -> None:
+        """Fail early, before any work, if the output cannot be (re)used."""
+        if self.path.exists() and not self.path.is_dir():
+            raise BomcmcError(f"output path {self.path} exists and is not a directory")
+        if self.path.is_dir() and any(self.path.iterdir()) and not overwrite:
+            raise BomcmcError(
+                f"output directory {self.path} is not empty (use `bomcmc resume` to continue "
+                "it, or --overwrite to replace it)"
+            )
+
     def create(self, config: dict, overwrite: bool = False) -> None:
-        if self.path.exists() and any(self.path.iterdir()):
-            if not overwrite:
-                raise BomcmcError(
-                    f"output directory {self.path} is not empty (use `bomcmc resume` to continue "
-                    "it, or --overwrite to replace it)"
-                )
+        self.check_writable(overwrite)
+        if self.path.is_dir() and any(self.path.iterdir()):
             self.clear()
-        self.chunk_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.chunk_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise BomcmcError(f"cannot create output directory {self.path}: {e.strerror}") from None
         atomic_write_json(self.path / "config.json", config)
 
     def clear(self) -> None:
@@ -115,7 +124,9 @@ class DiskStore:
 
     def config(self) -> dict:
         if not self.path.is_dir():
-            raise BomcmcError(f"{self.path}: not a run directory")
+            raise BomcmcError(f"{self.path}: not a run directory (no such directory)")
+        if not (self.path / "config.json").exists():
+            raise BomcmcError(f"{self.path}: not a bomcmc run directory (no config.json)")
         return read_json(self.path / "config.json", "run configuration")
 
     # -- chunks ---------------------------------------------------------------------------

@@ -1,0 +1,279 @@
+"""The `bomcmc` command line: the stable command forms, the files a run leaves, and the
+one-line errors for bad input.
+
+Each subprocess pays JAX's start-up (~3 s), so there are ten of them (one `posteriors`, one
+tiny `sample` shared by several tests, one `summary --json`, seven failures); the rest of
+the checks call `bomcmc.cli.main` in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bomcmc import cli
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+TINY = ["--posterior", "gauss-2d-corr", "--chains", "2", "--draws", "50", "--warmup", "20",
+        "--no-progress"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("bomcmc-cache")
+
+
+def run_cli(cache_dir: Path, *args, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["BOMCMC_CACHE_DIR"] = str(cache_dir)
+    env.pop("BOMCMC_DEBUG", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC)] + [p for p in [env.get("PYTHONPATH")] if p])
+    return subprocess.run([sys.executable, "-m", "bomcmc", *map(str, args)], env=env,
+                          cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, code: int = 2) -> str:
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("bomcmc: error: "), proc.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, cache_dir):
+    """One tiny run through the CLI, with explicit knobs and small chunks (1 warm-up chunk,
+    3 sampling chunks) so that resuming it can be checked too."""
+    out = tmp_path_factory.mktemp("runs") / "run"
+    proc = run_cli(cache_dir, "sample", *TINY, "--seed", "3", "--chunk-size", "20",
+                   "--step-size", "0.2", "--steps", "5", "--random-steps", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return out, proc
+
+
+# ---------------------------------------------------------------------------------------
+# Subprocesses
+# ---------------------------------------------------------------------------------------
+def test_posteriors_lists_builtins(cache_dir):
+    proc = run_cli(cache_dir, "posteriors")
+    assert proc.returncode == 0, proc.stderr
+    names = {line.split()[0] for line in proc.stdout.splitlines() if line.strip()}
+    assert {"gauss-2d-corr", "logistic-german"} <= names
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("gauss-2d-corr "))
+    assert "Gaussian" in line  # a description follows the name
+
+
+def test_sample_writes_run_directory(run_dir):
+    out, proc = run_dir
+    for name in ("idata.nc", "run.json", "config.json", "trace.png", "autocorr.png"):
+        assert (out / name).is_file(), name
+    for name in ("trace.png", "autocorr.png"):
+        assert (out / name).read_bytes()[:8] == PNG_MAGIC
+    assert len(list((out / "chunks").glob("*.npz"))) == 4
+    # the summary table went to stdout
+    assert proc.stdout.splitlines()[0].split()[:2] == ["variable", "mean"]
+    assert "x[0]" in proc.stdout and "x[1]" in proc.stdout
+    # only the knobs given were passed, under the sampler's keyword names
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["knobs"] == {"step_size": 0.2, "steps": 5, "random_steps": True}
+    assert (cfg["posterior"], cfg["sampler"], cfg["chains"], cfg["draws"], cfg["warmup"],
+            cfg["seed"], cfg["chunk_size"]) == ("gauss-2d-corr", "hmc", 2, 50, 20, 3, 20)
+
+
+def test_summary_json(run_dir, cache_dir):
+    out, _ = run_dir
+    for name in ("trace.png", "autocorr.png"):
+        (out / name).unlink()
+    proc = run_cli(cache_dir, "summary", out, "--json")
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    assert set(s) == {"variables", "run"}
+    x = s["variables"]["x"]
+    assert {"mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"} <= set(x)
+    assert len(x["mean"]) == 2
+    run = s["run"]
+    assert {"n_grad", "wall_s", "ess_per_grad", "ess_per_s", "divergences",
+            "accept_mean"} <= set(run)
+    for k in ("ess_per_grad", "ess_per_s"):
+        assert set(run[k]) == {"min", "median", "max"}
+    assert run["n_grad"] > 0 and run["chains"] == 2 and run["draws"] == 50
+    # summary (re)writes the plots
+    assert (out / "trace.png").is_file() and (out / "autocorr.png").is_file()
+
+
+def test_sample_into_nonempty_run_dir_needs_overwrite(run_dir, cache_dir):
+    out, _ = run_dir
+    before = sorted(p.name for p in out.rglob("*"))
+    proc = run_cli(cache_dir, "sample", *TINY, "--out", out)
+    line = assert_one_line_error(proc)
+    assert "not empty" in line and "--overwrite" in line
+    assert sorted(p.name for p in out.rglob("*")) == before  # untouched
+
+
+def _malformed_config(tmp_path: Path, run: Path) -> Path:
+    d = tmp_path / "malformed"
+    shutil.copytree(run, d)  # a complete run except for its configuration
+    (d / "config.json").write_text('{"posterior": "gauss-2d-corr", ')
+    return d
+
+
+def _not_a_run(tmp_path: Path, run: Path) -> Path:
+    d = tmp_path / "not-a-run"
+    d.mkdir()
+    (d / "notes.txt").write_text("hello\n")
+    return d
+
+
+ERROR_CASES = {
+    "unknown-posterior": (lambda t, r: ["sample", "--posterior", "no-such-posterior",
+                                        "--no-progress", "--out", t / "o"], "no-such-posterior"),
+    "negative-draws": (lambda t, r: ["sample", *TINY, "--draws", "-5", "--out", t / "o"],
+                       "--draws"),
+    "zero-step-size": (lambda t, r: ["sample", *TINY, "--step-size", "0", "--out", t / "o"],
+                       "--step-size"),
+    "summary-missing-dir": (lambda t, r: ["summary", t / "does-not-exist"], "does-not-exist"),
+    "summary-malformed-config": (lambda t, r: ["summary", _malformed_config(t, r)],
+                                 "config.json"),
+    "resume-not-a-run": (lambda t, r: ["resume", _not_a_run(t, r)], "not-a-run"),
+}
+
+
+@pytest.mark.parametrize("case", list(ERROR_CASES))
+def test_bad_input_is_one_line(case, tmp_path, run_dir, cache_dir):
+    make_args, needle = ERROR_CASES[case]
+    proc = run_cli(cache_dir, *make_args(tmp_path, run_dir[0]))
+    line = assert_one_line_error(proc)
+    assert needle in line
+    assert not (tmp_path / "o").exists()  # a failed `sample` left no run behind
+
+
+# ---------------------------------------------------------------------------------------
+# In-process: the parser, the error paths, resume, the plots
+# ---------------------------------------------------------------------------------------
+def test_sample_kwargs_pass_only_given_knobs():
+    p = cli.build_parser()
+    kw = cli.sample_kwargs(p.parse_args(["sample", "--posterior", "gauss-2d-corr", "--out", "d"]))
+    assert not {"step_size", "steps", "random_steps"} & set(kw)
+    assert (kw["sampler"], kw["chains"], kw["draws"], kw["warmup"], kw["seed"]) == \
+        ("hmc", 4, 1000, 1000, 0)
+    assert kw["progress"] is True and kw["overwrite"] is False and kw["float64"] is False
+    kw = cli.sample_kwargs(p.parse_args(
+        ["sample", "--posterior", "p", "--out", "d", "--step-size", "0.05", "--steps", "7",
+         "--random-steps", "--thin", "2", "--chunk-size", "10", "--float64", "--overwrite",
+         "--no-progress", "--init-jitter", "0.5"]))
+    assert (kw["step_size"], kw["steps"], kw["random_steps"]) == (0.05, 7, True)
+    assert (kw["thin"], kw["chunk_size"], kw["float64"], kw["overwrite"], kw["progress"],
+            kw["init_jitter"]) == (2, 10, True, True, False, 0.5)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    ([], "COMMAND"),
+    (["frobnicate"], "frobnicate"),
+    (["sample", "--posterior", "gauss-2d-corr"], "--out"),
+    (["sample", "--posterior", "p", "--out", "d", "--steps", "2.5"], "--steps"),
+    (["sample", "--posterior", "p", "--out", "d", "--step-size", "nan"], "--step-size"),
+    (["sample", "--posterior", "p", "--out", "d", "--warmup", "-1"], "--warmup"),
+    (["sample", "--posterior", "p", "--out", "d", "--init-jitter", "-1"], "--init-jitter"),
+    (["summary", "a", "b"], "unrecognized"),
+])
+def test_usage_errors_in_process(argv, needle, capsys):
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("bomcmc: error: ") and needle in err
+
+
+def test_help_exits_zero(capsys):
+    assert cli.main(["sample", "--help"]) == 0
+    assert "--step-size" in capsys.readouterr().out
+
+
+def test_internal_error_and_interrupt(monkeypatch, capsys):
+    def boom(args):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setitem(cli.COMMANDS, "posteriors", boom)
+    monkeypatch.delenv("BOMCMC_DEBUG", raising=False)
+    assert cli.main(["posteriors"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("bomcmc: internal error: RuntimeError: boom second line "
+                   "(set BOMCMC_DEBUG=1 for the traceback)\n")
+    monkeypatch.setenv("BOMCMC_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        cli.main(["posteriors"])
+
+    def interrupt(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "posteriors", interrupt)
+    assert cli.main(["posteriors"]) == 130
+    assert capsys.readouterr().err == "bomcmc: error: interrupted\n"
+
+
+def test_resume_continues_bit_for_bit(run_dir, tmp_path, monkeypatch, capsys):
+    import arviz as az
+    import jax
+
+    out, _ = run_dir
+    d = tmp_path / "cut"
+    shutil.copytree(out, d)
+    for name in ("idata.nc", "run.json", "trace.png", "autocorr.png"):
+        (d / name).unlink()
+    for name in ("000002.npz", "000003.npz"):  # keep warm-up and the first sampling chunk
+        (d / "chunks" / name).unlink()
+    monkeypatch.setenv("BOMCMC_NO_CACHE", "1")  # leave this process's JAX config alone
+    assert cli.main(["resume", str(d), "--no-progress", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["run"]["draws"] == 50
+    for name in ("idata.nc", "run.json", "trace.png", "autocorr.png"):
+        assert (d / name).is_file(), name
+    a = az.from_netcdf(out / "idata.nc").posterior["x"].values
+    b = az.from_netcdf(d / "idata.nc").posterior["x"].values
+    if jax.config.read("jax_enable_x64"):  # another test switched this process to float64
+        assert a.shape == b.shape
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+def _fake_idata(chains=3, draws=120):
+    import arviz as az
+
+    rng = np.random.default_rng(0)
+    post = {
+        "mu": rng.normal(size=(chains, draws)),
+        "beta": np.cumsum(rng.normal(size=(chains, draws, 10)), axis=1) * 0.1,
+        "L": rng.normal(size=(chains, draws, 2, 2)),
+    }
+    post["mu"][0, 5] = np.nan  # a non-finite draw must not break the histogram
+    idata = az.from_dict(posterior=post)
+    idata.posterior.attrs.update({"posterior": "fake", "sampler": "hmc"})
+    return idata
+
+
+def test_plot_labels_and_files(tmp_path):
+    from bomcmc import plots
+
+    idata = _fake_idata()
+    labels = [label for label, _ in plots.coordinates(idata)]
+    assert labels[:3] == ["mu", "beta[0]", "beta[1]"] and labels[-1] == "L[1, 1]"
+    assert len(labels) == 1 + 10 + 4
+    assert [label for label, _ in plots.coordinates(idata, 4)] == labels[:4]
+    p = plots.plot_trace(idata, tmp_path / "t.png", max_coords=5)
+    assert p == tmp_path / "t.png" and p.read_bytes()[:8] == PNG_MAGIC
+    q = plots.plot_autocorr(idata, tmp_path / "a.png", max_coords=20, max_lag=500)
+    assert q.read_bytes()[:8] == PNG_MAGIC
+    with pytest.raises(ValueError, match="max_coords"):
+        plots.plot_trace(idata, tmp_path / "x.png", max_coords=0)
+    import matplotlib.pyplot as plt
+
+    assert plt.get_fignums() == []  # figures are closed
