@@ -1,0 +1,68 @@
+"""Acquisition functions and their maximisation over the search box.
+
+- annealed UCB: u(γ) = s·μ(γ) + p_i·√β·σ(γ)   (seed 000 §3.3 ū; SPECS.md §A.2–A.3)
+- expected improvement over the best value y*, with margin ξ:
+      EI(γ) = (μ − y* − ξ) Φ(Z) + σ φ(Z),  Z = (μ − y* − ξ)/σ;  EI = max(μ − y* − ξ, 0) at σ = 0
+  (seed 001 §3.2; SPECS §B.5, ξ = 0.01)
+- maximisation: DIRECT (Jones et al.'s original, unbiased variant: the authors' MATLAB used
+  Finkel's `direct.m`) with at most 200 evaluations and 50 iterations, then a bounded
+  L-BFGS-B polish from DIRECT's point, at most 100 iterations (SPECS §A.3: DIRECT then
+  `minConf_TMP`). The polish is kept only if it improves on DIRECT.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from scipy.optimize import direct, minimize
+from scipy.special import ndtr
+
+
+def ucb(mean, std, scale: float = 1.0, weight: float = 1.0, beta: float = 1.0):
+    """u = s·μ + p·√β·σ; only the mean is rescaled (SPECS §A.2–A.3)."""
+    return scale * np.asarray(mean) + weight * np.sqrt(beta) * np.asarray(std)
+
+
+def expected_improvement(mean, std, best: float, xi: float = 0.01):
+    """EI = (μ − y* − ξ)Φ(Z) + σφ(Z), Z = (μ − y* − ξ)/σ (SPECS §B.5; seed 001 §3.2)."""
+    mean, std = np.asarray(mean, dtype=float), np.asarray(std, dtype=float)
+    gain = mean - best - xi
+    safe = np.where(std > 0, std, 1.0)
+    z = gain / safe
+    pdf = np.exp(-0.5 * z * z) / np.sqrt(2.0 * np.pi)
+    ei = gain * ndtr(z) + std * pdf
+    return np.where(std > 0, ei, np.maximum(gain, 0.0))
+
+
+def maximize(fn: Callable[[np.ndarray], float], lower, upper, maxfun: int = 200,
+             maxiter: int = 50, polish: bool = True,
+             polish_maxiter: int = 100) -> tuple[np.ndarray, float]:
+    """argmax of fn over the box [lower, upper]: DIRECT, then L-BFGS-B (SPECS §A.3).
+
+    Dimensions with lower == upper are held fixed. Returns (x, fn(x))."""
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    free = upper > lower
+    x_full = lower.copy()
+
+    def embed(z):
+        x = x_full.copy()
+        x[free] = z
+        return x
+
+    if not free.any():
+        return x_full, float(fn(x_full))
+
+    def neg(z):
+        v = float(fn(embed(z)))
+        return -v if np.isfinite(v) else np.inf
+
+    bounds = list(zip(lower[free], upper[free]))
+    res = direct(neg, bounds, maxfun=maxfun, maxiter=maxiter, locally_biased=False)
+    z, val = np.asarray(res.x, dtype=float), float(res.fun)
+    if polish:
+        pol = minimize(neg, z, method="L-BFGS-B", bounds=bounds,
+                       options={"maxiter": polish_maxiter})
+        if np.isfinite(pol.fun) and pol.fun < val:
+            z, val = np.clip(pol.x, lower[free], upper[free]), float(pol.fun)
+    return embed(z), -val

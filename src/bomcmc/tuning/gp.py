@@ -1,0 +1,116 @@
+"""Gaussian-process regression with fixed hyperparameters: the bandit's reward model.
+
+Zero mean, ARD squared-exponential kernel, Gaussian noise (seed 000 §3.1; SPECS.md §A.2):
+
+    k(γ, γ') = sf² exp(−½ (γ − γ')ᵀ Σ⁻¹ (γ − γ')),   Σ = diag(ℓ₁², …, ℓ_d²)
+    μ(γ)  = kᵀ (K + N)⁻¹ r
+    σ²(γ) = sf² − kᵀ (K + N)⁻¹ k
+
+with sf² = 25 and noise variance 0.1 in the authors' code (SPECS §A.2); the length scales are
+the caller's (the bandit uses 0.2 × the range of each search dimension). Nothing is learned.
+
+Repeated inputs are merged, exactly. m observations r₁…r_m at the same γ with i.i.d. noise
+N(0, σ_n²) have the likelihood ∏ N(r_j; f(γ), σ_n²) ∝ N(r̄; f(γ), σ_n²/m) as a function of
+f(γ), so the posterior is the same as one observation r̄ with noise variance σ_n²/m: the
+GP keeps one row per distinct point with its running sum and count, N = diag(σ_n²/m_j).
+A bandit that keeps its γ for many chunks (p_i → 0) therefore costs O(distinct³), not
+O(chunks³), and gives exactly what the authors' code (one row per observation) gives.
+
+Points closer than `merge_tol` length scales in every dimension count as the same point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
+
+SIGNAL_VAR = 25.0  # sf² (SPECS §A.2: sf = 5)
+NOISE_VAR = 0.1  # σ_n² (SPECS §A.2)
+
+
+def se_ard_kernel(a: np.ndarray, b: np.ndarray, lengthscales: np.ndarray,
+                  signal_var: float = SIGNAL_VAR) -> np.ndarray:
+    """k(a_i, b_j) = sf² exp(−½ Σ_d ((a_id − b_jd)/ℓ_d)²)   (SPECS §A.2)."""
+    da = (a[:, None, :] - b[None, :, :]) / lengthscales
+    return signal_var * np.exp(-0.5 * np.sum(da * da, axis=-1))
+
+
+class GaussianProcess:
+    """The posterior of a zero-mean GP given (merged) noisy observations."""
+
+    def __init__(self, lengthscales, signal_var: float = SIGNAL_VAR,
+                 noise_var: float = NOISE_VAR, merge_tol: float = 1e-9):
+        self.lengthscales = np.asarray(lengthscales, dtype=float)
+        if self.lengthscales.ndim != 1 or not np.all(self.lengthscales > 0):
+            raise ValueError("lengthscales must be a vector of positive numbers")
+        self.signal_var, self.noise_var = float(signal_var), float(noise_var)
+        self.merge_tol = float(merge_tol)
+        d = self.lengthscales.size
+        self.X = np.zeros((0, d))  # distinct inputs
+        self.sums = np.zeros(0)  # Σ r at each distinct input
+        self.counts = np.zeros(0, dtype=np.int64)  # m_j observations at each
+        self._chol = None
+
+    @property
+    def dim(self) -> int:
+        return self.lengthscales.size
+
+    @property
+    def n_obs(self) -> int:
+        """Observations so far, repeated ones counted (the n of β, SPECS §A.3)."""
+        return int(self.counts.sum())
+
+    @property
+    def y(self) -> np.ndarray:
+        """r̄_j: the mean reward at each distinct input."""
+        return self.sums / self.counts
+
+    def add(self, x, r: float) -> None:
+        """Add one observation; a repeat of a known input updates its sum and count."""
+        x = np.asarray(x, dtype=float).reshape(self.dim)
+        r = float(r)
+        if not np.isfinite(r) or not np.all(np.isfinite(x)):
+            raise ValueError("GP observations must be finite")
+        if len(self.X):
+            close = np.all(np.abs(self.X - x) <= self.merge_tol * self.lengthscales, axis=1)
+            if close.any():
+                j = int(np.flatnonzero(close)[0])
+                self.sums[j] += r
+                self.counts[j] += 1
+                self._chol = None
+                return
+        self.X = np.vstack([self.X, x])
+        self.sums = np.append(self.sums, r)
+        self.counts = np.append(self.counts, 1)
+        self._chol = None
+
+    def _factor(self):
+        """Cholesky of K + diag(σ_n²/m_j) and α = (K + N)⁻¹ r̄ (seed 000 §3.1)."""
+        if self._chol is None:
+            K = se_ard_kernel(self.X, self.X, self.lengthscales, self.signal_var)
+            K[np.diag_indices_from(K)] += self.noise_var / self.counts
+            chol = cho_factor(K, lower=True, check_finite=False)
+            self._chol = (chol, cho_solve(chol, self.y, check_finite=False))
+        return self._chol
+
+    def predict(self, Xs) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean μ and latent variance σ² at the rows of Xs (seed 000 §3.1)."""
+        Xs = np.atleast_2d(np.asarray(Xs, dtype=float))
+        if not len(self.X):  # the prior
+            return np.zeros(len(Xs)), np.full(len(Xs), self.signal_var)
+        (c, lower), alpha = self._factor()
+        ks = se_ard_kernel(Xs, self.X, self.lengthscales, self.signal_var)  # (m, n)
+        mean = ks @ alpha
+        # v = L⁻¹ k, so kᵀ (K + N)⁻¹ k = ||v||²
+        v = solve_triangular(c, ks.T, lower=lower, check_finite=False)
+        var = self.signal_var - np.sum(v * v, axis=0)
+        return mean, np.maximum(var, 0.0)
+
+    def state_dict(self) -> dict:
+        return {"X": self.X.tolist(), "sums": self.sums.tolist(), "counts": self.counts.tolist()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.X = np.asarray(state["X"], dtype=float).reshape(-1, self.dim)
+        self.sums = np.asarray(state["sums"], dtype=float)
+        self.counts = np.asarray(state["counts"], dtype=np.int64)
+        self._chol = None

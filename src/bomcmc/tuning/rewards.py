@@ -1,0 +1,111 @@
+"""Rewards: one number per super-transition (chunk) that the bandit maximises.
+
+Every reward is `f(chunk) -> float`, where chunk is the driver's view of the chunk
+({"phase", "positions": (chains, n, d), "info": sampler info with arrays (chains, n)}) plus
+the knobs the bandit ran it with: "num_steps" (L, the maximum trajectory length it chose)
+and "step_size" (ε). A non-finite value means "no reward": the bandit never feeds it to the GP.
+
+- "esjd" (default): Rao-Blackwellised expected squared jump distance per transition, / √L
+  (SPECS.md §A.1; seed 002 §3)
+- "ess": ESS per gradient evaluation, ArviZ bulk ESS over the chunk (seed 002 §5)
+- "acf": the robust auto-correlation-area objective h(X) with l_min (seed 001 §3.1.1;
+  SPECS §B.4)
+- any user callable f(chunk) -> float
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+
+def _info(chunk: dict, name: str) -> np.ndarray:
+    info = chunk["info"]
+    value = info[name] if isinstance(info, dict) else getattr(info, name)
+    return np.asarray(value, dtype=float)
+
+
+def esjd(chunk: dict) -> float:
+    """r = (1/(chains·n)) Σ_chains Σ_t a_t ||x*_t − x_t||² / √L   (SPECS §A.1).
+
+    The sum over the block is divided by the number of transitions (SPECS §A.1 recommends
+    it; it does not change which γ wins) and averaged over chains. A non-finite
+    contribution counts as 0 (SPECS §A.1: the authors' code skips NaNs in the sum)."""
+    jumps = _info(chunk, "esjd")  # a·||x* − x||², recorded by the HMC kernel
+    if jumps.size == 0:
+        return float("nan")
+    jumps = np.where(np.isfinite(jumps), jumps, 0.0)
+    return float(jumps.mean() / np.sqrt(float(chunk["num_steps"])))
+
+
+def ess_per_grad(chunk: dict, stat: str = "min", method: str = "bulk") -> float:
+    """min (or median / mean) over coordinates of ArviZ's ESS of the chunk's draws, divided
+    by the chunk's gradient evaluations summed over chains (seed 002 §5: ESS/L; the minimum
+    is the paper's headline)."""
+    import arviz as az
+
+    pos = np.asarray(chunk["positions"], dtype=float)  # (chains, n, d)
+    n_grad = float(_info(chunk, "n_grad").sum())
+    if pos.shape[1] < 4 or n_grad <= 0:  # ArviZ needs a few draws per chain
+        return float("nan")
+    ess = np.asarray(az.ess(az.convert_to_dataset(pos), method=method)["x"]).ravel()
+    ess = ess[np.isfinite(ess)]
+    if ess.size == 0:
+        return float("nan")
+    summary = {"min": np.min, "median": np.median, "mean": np.mean}[stat]
+    return float(summary(ess) / n_grad)
+
+
+def _abs_acf_mean(x: np.ndarray, max_lag: int) -> np.ndarray:
+    """(1/K) Σ_{ℓ=1..K} |ρ̂_ℓ| per chain for x of shape (chains, m, d), K = min(max_lag, m−1),
+    ρ̂_ℓ = Σ_t (x_t − x̄)·(x_{t+ℓ} − x̄) / ((m−ℓ) v̂), v̂ = (1/m) Σ_t ||x_t − x̄||²,
+    clipped to [−1, 1] (seed 001 §3.1.1; SPECS §B.4). A constant chain has |ρ̂| = 1."""
+    m = x.shape[1]
+    k = min(max_lag, m - 1)
+    y = x - x.mean(axis=1, keepdims=True)
+    f = np.fft.rfft(y, n=2 * m, axis=1)
+    acov = np.fft.irfft(np.abs(f) ** 2, n=2 * m, axis=1)[:, : k + 1].sum(axis=-1)  # (chains, k+1)
+    v = acov[:, :1] / m
+    lags = np.arange(1, k + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = acov[:, 1:] / ((m - lags) * v)
+    rho = np.where(v > 1e-300, np.clip(rho, -1.0, 1.0), 1.0)
+    return np.abs(rho).mean(axis=1)
+
+
+def acf_area(chunk: dict, l_min: int = 26, max_lag: int = 100,
+             series: Callable | None = None) -> float:
+    """h(X) = (1/(n − l_min + 1)) Σ_{i=l_min..n} a(E_i),  a(E) = 1 − (1/K) Σ_ℓ |ρ̂_ℓ(E)|,
+    E_i the last i states of the chunk (seed 001 §3.1.1; SPECS §B.4, whose code sums over
+    the suffixes of length ≥ 26 and caps K at 100). Averaged over chains.
+
+    The states are the positions (ρ̂ uses the inner product over coordinates, seed 001
+    §3.1) or `series(positions)`, e.g. one coordinate. Needs n ≥ l_min draws per chain;
+    shorter chunks give NaN (no reward)."""
+    x = np.asarray(chunk["positions"], dtype=float)
+    if series is not None:
+        x = np.asarray(series(x), dtype=float)
+    if x.ndim == 2:
+        x = x[..., None]
+    n = x.shape[1]
+    l_min = max(int(l_min), 2)
+    if n < l_min:
+        return float("nan")
+    a = [1.0 - _abs_acf_mean(x[:, n - i:], max_lag) for i in range(l_min, n + 1)]
+    return float(np.mean(a))
+
+
+REWARDS: dict[str, Callable] = {"esjd": esjd, "ess": ess_per_grad, "acf": acf_area}
+
+
+def get_reward(reward, **options) -> Callable[[dict], float]:
+    """A built-in reward by name (with its options) or the user's callable f(chunk)."""
+    if callable(reward):
+        return reward
+    try:
+        fn = REWARDS[reward]
+    except KeyError:
+        raise ValueError(f"unknown reward {reward!r} (available: {', '.join(REWARDS)}, "
+                         "or a callable f(chunk) -> float)") from None
+    return (lambda chunk: fn(chunk, **options)) if options else fn
