@@ -332,7 +332,7 @@ def _execute(run: _Run, states, adapt_state, next_iter: int, chunk_index: int,
             t0 = time.perf_counter()
             out = run.run_chunk(states, knobs, adapt_state, next_iter, n, thin)
             wall = time.perf_counter() - t0
-            chunk_view = {"phase": phase, "positions": out[3][:, :n],
+            chunk_view = {"phase": phase, "positions": out[3][:, :n], "lp": out[4][:, :n],
                           "info": jax.tree_util.tree_map(lambda a: a[:, :n], out[5])}
             next_knobs = run.tuner.after_chunk(out[1], chunk_view)
             rec = _record(chunk_index, phase, next_iter, n, thin, knobs, next_knobs,
