@@ -10,6 +10,7 @@ from typing import Callable
 
 from ..errors import BomcmcError
 from .base import Adapter, FixedTuner, Tuner
+from .window_adaptation import window_adaptation
 
 _ADAPTERS: dict[str, Callable[..., Adapter]] = {}
 
@@ -29,6 +30,9 @@ def get_adapter(name: str, options: dict | None = None) -> Adapter:
         return factory(**(options or {}))
     except TypeError as e:
         raise BomcmcError(f"adaptation '{name}': {e}") from None
+
+
+register_adapter("window", window_adaptation)
 
 
 def adapter_names() -> list[str]:
