@@ -1,7 +1,8 @@
 """The `bomcmc` command line (argparse).
 
     bomcmc posteriors
-    bomcmc sample --posterior NAME [--sampler hmc] [--step-size E] [--steps L] [--random-steps]
+    bomcmc sample --posterior NAME [--sampler hmc|nuts] [--step-size E] [--steps L] [--random-steps]
+                  [--adapt window|none] [--target-accept P] [--dense-mass] [--max-tree-depth D]
                   [--chains C] [--draws N] [--warmup W] [--seed S] --out DIR
                   [--thin K] [--chunk-size K] [--float64] [--overwrite] [--no-progress]
                   [--init-jitter X] [--json]
@@ -49,6 +50,16 @@ def _int(text: str, lo: int, what: str) -> int:
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
     if v < lo:
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return v
+
+
+def probability(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}") from None
+    if not 0.0 < v < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}")
     return v
 
 
@@ -123,6 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="leapfrog steps per transition (the maximum with --random-steps)")
     knobs.add_argument("--random-steps", action="store_const", const=True, default=None,
                        help="draw the number of steps uniformly from 1..L at each transition")
+    knobs.add_argument("--target-accept", type=probability, default=None, metavar="P",
+                       help="warm-up target acceptance (default: 0.8)")
+    knobs.add_argument("--dense-mass", action="store_const", const=True, default=None,
+                       help="nuts: adapt a dense mass matrix (default: diagonal)")
+    knobs.add_argument("--max-tree-depth", type=positive_int, default=None, metavar="D",
+                       help="nuts: maximum tree depth (default: 10)")
+    s.add_argument("--adapt", default=None, metavar="NAME",
+                   help="warm-up adaptation: 'window' (Stan's; the default for nuts) or 'none'")
     _output_flags(s)
 
     r = sub.add_parser("resume", help="continue an interrupted run",
@@ -145,7 +164,9 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
 
 
 # knob flag -> keyword argument of bomcmc.sample
-KNOB_FLAGS = {"step_size": "step_size", "steps": "steps", "random_steps": "random_steps"}
+KNOB_FLAGS = {"step_size": "step_size", "steps": "steps", "random_steps": "random_steps",
+              "target_accept": "target_accept", "dense_mass": "dense_mass",
+              "max_tree_depth": "max_tree_depth"}
 
 
 def sample_kwargs(args: argparse.Namespace) -> dict:
@@ -156,6 +177,8 @@ def sample_kwargs(args: argparse.Namespace) -> dict:
         chunk_size=args.chunk_size, progress=not args.no_progress, float64=args.float64,
         init_jitter=args.init_jitter, overwrite=args.overwrite,
     )
+    if args.adapt is not None:
+        kw["adapt"] = None if args.adapt == "none" else args.adapt
     for flag, kwarg in KNOB_FLAGS.items():
         v = getattr(args, flag)
         if v is not None:

@@ -435,7 +435,7 @@ def sample(
     init_jitter: float = 0.0,
     overwrite: bool = False,
     tuner: Tuner | None = None,
-    adapt: str | None = None,
+    adapt: str | None | object = "auto",
     adapt_options: dict | None = None,
     **knobs,
 ) -> SampleResult:
@@ -444,8 +444,8 @@ def sample(
     `logdensity` is a JAX function `position -> scalar` and `init` one chain's starting pytree
     (a dict of arrays names the variables); or pass `posterior="NAME"` for a built-in (see
     `bomcmc posteriors`) or a `bomcmc.Posterior`. Sampler knobs go as keyword arguments, e.g.
-    `step_size=0.1, steps=20, random_steps=True` for "hmc". `adapt="NAME"` runs a warm-up
-    adapter inside the compiled loop (see `bomcmc.tuning.adapter_names()`). With `out=DIR`
+    `step_size=0.1, steps=20, random_steps=True` for "hmc". `adapt="window"` runs Stan's
+    warm-up inside the compiled loop (the default for "nuts"; `adapt=None` turns it off). With `out=DIR`
     every finished chunk is written to DIR and the run can be continued after a crash with
     `resume(DIR)`.
     """
@@ -454,7 +454,7 @@ def sample(
     if float64:
         set_float64(True)
     post = resolve_posterior(logdensity, init, posterior)
-    adapt_options = adapt_options or {}
+    adapt, adapt_options, knobs = _adaptation(sampler, warmup, adapt, adapt_options, knobs)
     spec = RunSpec(
         posterior=post.name if _models.is_builtin(post.name) else "custom",
         sampler=sampler, chains=chains, draws=draws, warmup=warmup, seed=seed, thin=thin,
@@ -487,6 +487,22 @@ def _preload_arviz() -> None:
 
     if "arviz" not in sys.modules:
         threading.Thread(target=lambda: __import__("arviz"), daemon=True).start()
+
+
+def _adaptation(sampler: str, warmup: int, adapt, options: dict | None, knobs: dict):
+    """Resolve the warm-up adaptation: "auto" is Stan's window adaptation for NUTS (which has
+    no usable fixed step size) when there is a warm-up, and none for the others. A
+    `target_accept` the sampler does not take as a knob goes to the adapter."""
+    options = dict(options or {})
+    if adapt == "auto":
+        adapt = "window" if sampler == "nuts" and warmup > 0 else None
+    if adapt == "none":
+        adapt = None
+    if "target_accept" in knobs and sampler != "nuts":
+        if adapt is None:
+            raise BomcmcError("target_accept needs a warm-up adaptation (adapt='window')")
+        options.setdefault("target_accept", knobs.pop("target_accept"))
+    return adapt, options, knobs
 
 
 def _finish(run: _Run, store, wall_total: float) -> SampleResult:
