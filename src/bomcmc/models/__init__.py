@@ -57,3 +57,8 @@ for _ds, _desc in [("australian", "n=690, d=15"), ("german", "n=1000, d=25"), ("
                    ("pima", "n=532, d=8"), ("ripley", "n=250, d=7, cubic basis")]:
     register(f"logistic-{_ds}", partial(logistic.girolami, _ds),
              f"Bayesian logistic regression, {_ds} ({_desc}), prior N(0, 100 I)")
+
+from . import posteriordb as _posteriordb  # noqa: E402
+
+for _name, _factory in _posteriordb.FACTORIES.items():
+    register(_name, _factory, _posteriordb.DESCRIPTIONS[_name])
