@@ -53,10 +53,11 @@ def init(position: jax.Array, logdensity_fn: Callable) -> HMCState:
     return HMCState(position, logp, grad)
 
 
-def trajectory_length(key: jax.Array, knobs: HMCKnobs) -> jax.Array:
-    """L, or L_r ~ U{1, ..., L} when random_steps (seed 002; SPECS.md §A.4 b)."""
+def trajectory_length(u: jax.Array, knobs: HMCKnobs) -> jax.Array:
+    """L, or L_r ~ U{1, ..., L} when random_steps (seed 002; SPECS.md §A.4 b: ceil(rand·L)),
+    from one uniform u ∈ [0, 1)."""
     num_steps = jnp.asarray(knobs.num_steps, jnp.int32)
-    drawn = jax.random.randint(key, (), 1, num_steps + 1)
+    drawn = jnp.clip(1 + jnp.floor(u * num_steps).astype(jnp.int32), 1, num_steps)
     return jnp.where(knobs.random_steps, drawn, num_steps)
 
 
@@ -68,12 +69,14 @@ def step(
     max_energy_error: float = MAX_ENERGY_ERROR,
 ) -> tuple[HMCState, HMCInfo]:
     """One HMC transition (seed 000 Alg. 1)."""
-    key_p, key_l, key_u = jax.random.split(key, 3)
+    # Two random streams per transition: the momentum, and two uniforms (accept, L_r).
+    key_p, key_u = jax.random.split(key)
+    u_accept, u_steps = jax.random.uniform(key_u, (2,), state.position.dtype)
     inv_mass = knobs.inverse_mass_matrix
     # p ~ N(0, M): with M = diag(1 / inv_mass)
     momentum = jax.random.normal(key_p, state.position.shape, state.position.dtype)
     momentum = momentum / jnp.sqrt(inv_mass)
-    n = trajectory_length(key_l, knobs)
+    n = trajectory_length(u_steps, knobs)
     start = IntegratorState(state.position, momentum, state.logdensity, state.logdensity_grad)
     end = leapfrog(start, logdensity_fn, knobs.step_size, inv_mass, n)
 
@@ -82,7 +85,7 @@ def step(
     delta = energy1 - energy0
     diverging = ~jnp.isfinite(delta) | (delta > max_energy_error)
     accept_prob = jnp.where(diverging, 0.0, jnp.minimum(1.0, jnp.exp(-delta)))
-    accept = jax.random.uniform(key_u, (), accept_prob.dtype) < accept_prob
+    accept = u_accept < accept_prob
 
     new_state = jax.tree_util.tree_map(
         lambda new, old: jnp.where(accept, new, old),
