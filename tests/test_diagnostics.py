@@ -13,7 +13,7 @@ from bomcmc.diagnostics import autocorrelation, efficiency, format_table, summar
 @pytest.fixture(scope="module")
 def result():
     return bomcmc.sample(posterior="logistic-heart", chains=4, draws=400, warmup=100, seed=2,
-                         step_size=0.1, steps=8, progress=False)
+                         steps=8, adapt="window", progress=False)
 
 
 def test_summary_layout_and_values(result):

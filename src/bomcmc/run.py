@@ -49,7 +49,8 @@ class RunSpec:
     warmup: int
     seed: int
     thin: int = 1
-    chunk_size: int = 100
+    chunk_size: int = 100  # draws the compiled buffer holds (the longest chunk)
+    chunk_seconds: float | None = None  # None: every chunk is chunk_size long; else a target
     float64: bool = False
     init_jitter: float = 0.0
     save_warmup: bool = False
@@ -67,6 +68,8 @@ class RunSpec:
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
                 raise BomcmcError(f"{name} must be a non-negative integer, got {v!r}")
+        if self.chunk_seconds is not None and not self.chunk_seconds > 0:
+            raise BomcmcError(f"chunk_seconds must be positive, got {self.chunk_seconds}")
         if not (math.isfinite(self.init_jitter) and self.init_jitter >= 0):
             raise BomcmcError(f"init_jitter must be a non-negative number, got {self.init_jitter}")
 
@@ -311,14 +314,39 @@ def _progress_bar(spec: RunSpec, done: int, enabled: bool):
                 desc=f"{spec.sampler} x{spec.chains}", leave=True)
 
 
+FIRST_CHUNK = 10  # draws in the first time-targeted chunk, which measures the pace
+
+
+def default_buffer(chains: int, dim: int, draws: int, warmup: int) -> int:
+    """Rows of the compiled chunk buffer when the user sets no chunk_size: enough for the
+    whole run up to 2000 draws, capped so the position buffer stays under 2**24 numbers."""
+    return int(max(1, min(max(draws, warmup, 1), 2000, (1 << 24) // max(1, chains * dim))))
+
+
+def _chunk_length(spec: RunSpec, preferred, pace: float | None) -> int:
+    """Draws in the next chunk: the tuner's choice (a super-transition) if it has one, else,
+    with a time target, as many as fit in spec.chunk_seconds at the measured pace. Chunk
+    boundaries never change a draw (keys are per transition), only how often the progress
+    bar moves and the store is written."""
+    if preferred is not None:
+        return min(spec.chunk_size, max(1, int(preferred)))
+    if spec.chunk_seconds is None:
+        return spec.chunk_size
+    if pace is None:
+        return min(spec.chunk_size, FIRST_CHUNK)
+    per_draw = pace * max(1, spec.thin)
+    return int(min(spec.chunk_size, max(1, spec.chunk_seconds // per_draw)))
+
+
 def _execute(run: _Run, states, adapt_state, next_iter: int, chunk_index: int,
              progress: bool) -> None:
     spec, knobs = run.spec, run.knobs
     bar = _progress_bar(spec, next_iter, progress)
+    pace = None  # seconds per transition, measured on the last chunk
     divergences = 0
     try:
         while next_iter < spec.total_iterations:
-            limit = min(spec.chunk_size, max(1, int(run.tuner.chunk_draws(knobs, spec.chunk_size))))
+            limit = _chunk_length(spec, run.tuner.chunk_draws(knobs, spec.chunk_size), pace)
             if next_iter < spec.warmup:
                 phase, thin = WARMUP, 1
                 n = min(limit, spec.warmup - next_iter)
@@ -329,6 +357,7 @@ def _execute(run: _Run, states, adapt_state, next_iter: int, chunk_index: int,
             t0 = time.perf_counter()
             out = run.run_chunk(states, knobs, adapt_state, next_iter, n, thin)
             wall = time.perf_counter() - t0
+            pace = wall / (n * thin)
             chunk_view = {"phase": phase, "positions": out[3][:, :n], "lp": out[4][:, :n],
                           "info": jax.tree_util.tree_map(lambda a: a[:, :n], out[5])}
             next_knobs = run.tuner.after_chunk(out[1], chunk_view)
@@ -427,6 +456,7 @@ def sample(
     out: str | os.PathLike | None = None,
     thin: int = 1,
     chunk_size: int | None = None,
+    chunk_seconds: float = 1.0,
     progress: bool = True,
     float64: bool = False,
     init_jitter: float = 0.0,
@@ -444,7 +474,8 @@ def sample(
     `step_size=0.1, steps=20, random_steps=True` for "hmc". `adapt="window"` runs Stan's
     warm-up inside the compiled loop (the default for "nuts"; `adapt=None` turns it off). With `out=DIR`
     every finished chunk is written to DIR and the run can be continued after a crash with
-    `resume(DIR)`.
+    `resume(DIR)`. Chunks last about `chunk_seconds` each unless `chunk_size` fixes their
+    length; neither changes a single draw.
     """
     t_start = time.perf_counter()
     _preload_arviz()
@@ -455,12 +486,16 @@ def sample(
     spec = RunSpec(
         posterior=post.name if _models.is_builtin(post.name) else "custom",
         sampler=sampler, chains=chains, draws=draws, warmup=warmup, seed=seed, thin=thin,
-        chunk_size=chunk_size if chunk_size is not None else min(100, max(draws, 1)),
+        chunk_size=chunk_size if chunk_size is not None else -1,
+        chunk_seconds=None if chunk_size is not None else chunk_seconds,
         float64=bool(float64 or jax.config.read("jax_enable_x64")),
         init_jitter=float(init_jitter),
         knobs={k: _jsonable(v) for k, v in knobs.items()},
         adapt=adapt, adapt_options={k: _jsonable(v) for k, v in adapt_options.items()},
     )
+    if spec.chunk_size == -1:
+        dim = flatten(post, check_finite=False).dim
+        spec.chunk_size = default_buffer(spec.chains, dim, spec.draws, spec.warmup)
     spec.validate()
     store = DiskStore(out) if out is not None else MemoryStore()
     if isinstance(store, DiskStore):

@@ -6,9 +6,10 @@ chunk. Knobs are arrays with a leading chain axis; changing their values never r
 
     initial_knobs(knobs) -> knobs            before the first chunk
     after_chunk(knobs, chunk) -> knobs       chunk: {"positions", "info": {...}, "phase", ...}
-    chunk_draws(knobs, chunk_size) -> int    draws in the next chunk (at most chunk_size, the
-                                             compiled buffer): a super-transition of a fixed
-                                             leapfrog budget has budget // L draws
+    chunk_draws(knobs, chunk_size) -> int | None   draws in the next chunk (at most chunk_size,
+                                             the compiled buffer): a super-transition of a
+                                             fixed leapfrog budget has budget // L draws;
+                                             None leaves the length to the driver
     state_dict() -> dict / load_state_dict   JSON-able, saved with every chunk so a resumed
                                              run continues the tuner exactly
 """
@@ -25,7 +26,7 @@ class Tuner(Protocol):
 
     def after_chunk(self, knobs: Any, chunk: dict) -> Any: ...
 
-    def chunk_draws(self, knobs: Any, chunk_size: int) -> int: ...
+    def chunk_draws(self, knobs: Any, chunk_size: int) -> int | None: ...
 
     def state_dict(self) -> dict: ...
 
@@ -43,8 +44,8 @@ class FixedTuner:
     def after_chunk(self, knobs, chunk):
         return knobs
 
-    def chunk_draws(self, knobs, chunk_size: int) -> int:
-        return chunk_size
+    def chunk_draws(self, knobs, chunk_size: int) -> int | None:
+        return None
 
     def state_dict(self) -> dict:
         return {}
