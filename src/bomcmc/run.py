@@ -205,10 +205,11 @@ def _make_knobs(sampler, dim: int, knobs: dict):
 # The engine for one run
 # ---------------------------------------------------------------------------------------
 class _Run:
-    def __init__(self, spec: RunSpec, post: Posterior, store, tuner: Tuner | None):
+    def __init__(self, spec: RunSpec, post: Posterior, store, tuner: Tuner | None,
+                 sampler: _samplers.Sampler | None = None):
         self.spec = spec
         self.flat = flatten(post, check_finite=False)
-        self.sampler = _samplers.get(spec.sampler)
+        self.sampler = sampler if sampler is not None else _samplers.get(spec.sampler)
         self.store = store
         self.tuner = tuner or FixedTuner()
         self.adapter = get_adapter(spec.adapt, spec.adapt_options) if spec.adapt else None
@@ -448,7 +449,7 @@ def sample(
     init=None,
     *,
     posterior=None,
-    sampler: str = "hmc",
+    sampler: str | _samplers.Sampler = "hmc",
     chains: int = 4,
     draws: int = 1000,
     warmup: int = 1000,
@@ -468,7 +469,9 @@ def sample(
 ) -> SampleResult:
     """Sample a posterior with all chains vmapped inside jitted chunks.
 
-    `logdensity` is a JAX function `position -> scalar` and `init` one chain's starting pytree
+    `sampler` is a registered name ("hmc", "nuts", ...) or a `bomcmc.samplers.Sampler` built
+    for a model (e.g. Neal's Gibbs-within-HMC for a network). `logdensity` is a JAX function
+    `position -> scalar` and `init` one chain's starting pytree
     (a dict of arrays names the variables); or pass `posterior="NAME"` for a built-in (see
     `bomcmc posteriors`) or a `bomcmc.Posterior`. Sampler knobs go as keyword arguments, e.g.
     `step_size=0.1, steps=20, random_steps=True` for "hmc". `adapt="window"` runs Stan's
@@ -485,7 +488,8 @@ def sample(
     adapt, adapt_options, knobs = _adaptation(sampler, warmup, adapt, adapt_options, knobs)
     spec = RunSpec(
         posterior=post.name if _models.is_builtin(post.name) else "custom",
-        sampler=sampler, chains=chains, draws=draws, warmup=warmup, seed=seed, thin=thin,
+        sampler=sampler.name if isinstance(sampler, _samplers.Sampler) else sampler,
+        chains=chains, draws=draws, warmup=warmup, seed=seed, thin=thin,
         chunk_size=chunk_size if chunk_size is not None else -1,
         chunk_seconds=None if chunk_size is not None else chunk_seconds,
         float64=bool(float64 or jax.config.read("jax_enable_x64")),
@@ -500,7 +504,8 @@ def sample(
     store = DiskStore(out) if out is not None else MemoryStore()
     if isinstance(store, DiskStore):
         store.check_writable(overwrite)
-    run = _Run(spec, post, store, tuner)
+    run = _Run(spec, post, store, tuner,
+               sampler if isinstance(sampler, _samplers.Sampler) else None)
     states = run.initial_state()
     if isinstance(store, DiskStore):
         store.create(dataclasses.asdict(spec), overwrite=overwrite)
@@ -552,9 +557,11 @@ def resume(
     *,
     progress: bool = True,
     tuner: Tuner | None = None,
+    sampler: _samplers.Sampler | None = None,
 ) -> SampleResult:
     """Continue a run from its last complete chunk; the final draws equal those of an
-    uninterrupted run. A run of a custom log density needs the same `logdensity` and `init`."""
+    uninterrupted run. A run of a custom log density needs the same `logdensity` and `init`;
+    a run of an unregistered `Sampler` object needs the same `sampler`."""
     t_start = time.perf_counter()
     _preload_arviz()
     store = DiskStore(out)
@@ -575,7 +582,7 @@ def resume(
         post = resolve_posterior(logdensity, init)
     else:
         post = resolve_posterior(posterior=spec.posterior)
-    run = _Run(spec, post, store, tuner)
+    run = _Run(spec, post, store, tuner, sampler)
     last = store.last_chunk()
     template = run.initial_state()
     adapt_template = run.initial_adapt_state(template)
