@@ -1,8 +1,11 @@
 """The `bomcmc` command line (argparse).
 
     bomcmc posteriors
-    bomcmc sample --posterior NAME [--sampler hmc|nuts] [--step-size E] [--steps L] [--random-steps]
+    bomcmc sample --posterior NAME [--sampler hmc|nuts|ahmc] [--step-size E] [--steps L]
+                  [--random-steps]
                   [--adapt window|none] [--target-accept P] [--dense-mass] [--max-tree-depth D]
+                  [--eps-bounds A B] [--steps-bounds A B] [--reward esjd|ess|acf]
+                  [--mass diag|identity] [--acquisition ucb|ei] [--schedule NAME] [--bo-steps K]
                   [--chains C] [--draws N] [--warmup W] [--seed S] --out DIR
                   [--thin K] [--chunk-size K] [--float64] [--overwrite] [--no-progress]
                   [--init-jitter X] [--json]
@@ -140,6 +143,23 @@ def build_parser() -> argparse.ArgumentParser:
                        help="nuts: adapt a dense mass matrix (default: diagonal)")
     knobs.add_argument("--max-tree-depth", type=positive_int, default=None, metavar="D",
                        help="nuts: maximum tree depth (default: 10)")
+    ahmc = s.add_argument_group("adaptive HMC (--sampler ahmc: the GP bandit tunes ε and L; "
+                                "only the options given are passed)")
+    ahmc.add_argument("--eps-bounds", type=positive_float, nargs=2, default=None,
+                      metavar=("A", "B"), help="the step-size box (default: [ε₀/10, 10 ε₀] "
+                      "around Stan's heuristic ε₀)")
+    ahmc.add_argument("--steps-bounds", type=positive_int, nargs=2, default=None,
+                      metavar=("A", "B"), help="the trajectory-length box (default: 1 100)")
+    ahmc.add_argument("--reward", choices=("esjd", "ess", "acf"), default=None,
+                      help="the bandit's reward (default: esjd, ESJD/√L)")
+    ahmc.add_argument("--mass", choices=("diag", "identity"), default=None,
+                      help="learn a diagonal metric in burn-in (default: diag)")
+    ahmc.add_argument("--acquisition", choices=("ucb", "ei"), default=None,
+                      help="acquisition function (default: ucb, annealed)")
+    ahmc.add_argument("--schedule", choices=("inverse_sqrt", "exponential", "power"),
+                      default=None, help="annealing schedule p_i (default: inverse_sqrt)")
+    ahmc.add_argument("--bo-steps", type=positive_int, default=None, metavar="K",
+                      help="BO steps in burn-in (default: 100; m = warmup // K transitions each)")
     s.add_argument("--adapt", default=None, metavar="NAME",
                    help="warm-up adaptation: 'window' (Stan's; the default for nuts) or 'none'")
     _output_flags(s)
@@ -151,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("summary", help="summarize a finished run",
                        description="Print the diagnostics of a finished run and write "
-                                   "trace.png and autocorr.png into its directory.")
+                                   "trace.png and autocorr.png into its directory (and, for "
+                                   "an ahmc run, reward_surface.png and reward_slice.png).")
     m.add_argument("dir", metavar="DIR", help="run directory")
     m.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p
@@ -166,7 +187,9 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
 # knob flag -> keyword argument of bomcmc.sample
 KNOB_FLAGS = {"step_size": "step_size", "steps": "steps", "random_steps": "random_steps",
               "target_accept": "target_accept", "dense_mass": "dense_mass",
-              "max_tree_depth": "max_tree_depth"}
+              "max_tree_depth": "max_tree_depth", "eps_bounds": "eps_bounds",
+              "steps_bounds": "steps_bounds", "reward": "reward", "mass": "mass",
+              "acquisition": "acquisition", "schedule": "schedule", "bo_steps": "bo_steps"}
 
 
 def sample_kwargs(args: argparse.Namespace) -> dict:
@@ -211,19 +234,50 @@ def _report(result, run_dir: Path, as_json: bool, summary: dict | None = None) -
 
     from . import plots
     from .diagnostics import format_table
+    from .tuning.gp_bandit import summarize_tuning
 
     # ArviZ and numpy warn (0/0 in R-hat, constant chains, ...) where the table shows nan:
     # on the command line that is noise on stderr.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         summary = summary if summary is not None else _summarize(result)
+        tuning = summarize_tuning(result.idata)
+        if tuning is not None:
+            summary = {**summary, "tuning": _clean_json(tuning)}
         if as_json:
             print(json.dumps(summary))
         else:
             print(format_table(summary))
+            if tuning is not None:
+                print(_format_tuning(tuning))
         sys.stdout.flush()
         plots.plot_trace(result.idata, run_dir / "trace.png")
         plots.plot_autocorr(result.idata, run_dir / "autocorr.png")
+        if tuning is not None:
+            plots.plot_reward_surface(result.idata, run_dir / "reward_surface.png")
+            plots.plot_reward_slice(result.idata, run_dir / "reward_slice.png")
+
+
+def _clean_json(obj):
+    from .diagnostics import _clean
+
+    return _clean(obj)
+
+
+def _format_tuning(t: dict) -> str:
+    """Two lines on the bandit of an adaptive run (the `tuning` group)."""
+    best = t.get("best") or {}
+    lines = [
+        f"GP bandit: {t['bo_steps']} BO steps ({t['bo_steps_warmup']} in warm-up), "
+        f"{t['proposals']} proposals, {t['distinct_settings']} settings tried"
+        + (f", {t['gp_resets']} GP resets (metric updates)" if "gp_resets" in t else ""),
+        f"final step size {t['final']['step_size']:.4g}, L {t['final']['num_steps']}"
+        + (f"; incumbent step size {best['step_size']:.4g}, L {best['num_steps']}"
+           if best else "")
+        + f"; box eps [{t['eps_bounds'][0]:.3g}, {t['eps_bounds'][1]:.3g}] x "
+          f"L [{t['steps_bounds'][0]:g}, {t['steps_bounds'][1]:g}]",
+    ]
+    return "\n".join(lines)
 
 
 def _check_run_dir(path) -> dict:

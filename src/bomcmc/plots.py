@@ -5,7 +5,14 @@
 
 Both take the first `max_coords` scalar coordinates over all posterior variables (in the
 order of the InferenceData), label them like `beta[3]`, write the file and return its path.
-matplotlib is imported only when a plot is drawn.
+
+The GP bandit of an adaptive-HMC run (`sampler="ahmc"`, or any run whose InferenceData has
+a `tuning` group from a GPBanditTuner; a live GPBanditTuner works too):
+
+    plot_reward_surface(idata, "reward_surface.png")  # GP mean over (log ε, L), tried points
+    plot_reward_slice(idata, "reward_slice.png")      # slice at the final L: mean ± 2 sd, the
+                                                      # tried points, the acquisition below
+(seed 000 Figs 4.1/4.4 and 4.2/4.6). matplotlib is imported only when a plot is drawn.
 """
 
 from __future__ import annotations
@@ -171,6 +178,145 @@ def plot_autocorr(idata, path: str | os.PathLike, max_coords: int = 8,
             axes[0, 0].legend(loc="upper right", fontsize=7, framealpha=0.6)
         fig.suptitle(_title(idata, "autocorrelation", n, _count_coordinates(idata)),
                      fontsize=10)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return Path(path)
+
+
+# ---------------------------------------------------------------------------------------
+# The GP bandit (seed 000 Figs 4.1/4.4 and 4.2/4.6)
+# ---------------------------------------------------------------------------------------
+def _bandit(source):
+    """(tuner, history, idata or None) from a run's InferenceData / SampleResult with a
+    `tuning` group, or from a GPBanditTuner."""
+    from .tuning.gp_bandit import GPBanditTuner, tuning_from_idata
+
+    if isinstance(source, GPBanditTuner):
+        tuner, history, idata = source, source.history, None
+    else:
+        found = tuning_from_idata(source)
+        if found is None:
+            raise ValueError("no GP-bandit tuning recorded in this run (sampler='ahmc' or a "
+                             "GPBanditTuner records one)")
+        (tuner, history), idata = found, getattr(source, "idata", source)
+    if tuner.gp is None or tuner.gp.n_obs == 0:
+        raise ValueError("the bandit's GP has no observations to plot")
+    return tuner, history, idata
+
+
+def _current_points(tuner, history):
+    """History entries behind the current GP (the last epoch: a metric update resets the
+    GP), with a finite reward; and how many earlier entries were left out."""
+    epoch = history[-1].get("epoch") if history else None
+    pts = [h for h in history if h.get("reward") is not None
+           and (epoch is None or h.get("epoch") == epoch)]
+    return pts, len(history) - len(pts)
+
+
+def _bandit_title(idata, what: str, tuner, history) -> str:
+    parts = [what]
+    if idata is not None:
+        attrs = getattr(idata, "posterior", None)
+        attrs = attrs.attrs if attrs is not None else {}
+        parts += [str(attrs[k]) for k in ("posterior", "sampler") if k in attrs]
+    parts.append(f"{len(history)} BO steps")
+    return " | ".join(parts)
+
+
+def _steps_grid(tuner) -> np.ndarray:
+    lo, hi = int(tuner.lower[1]), int(tuner.upper[1])
+    return np.arange(lo, hi + 1) if hi - lo <= 300 else np.linspace(lo, hi, 301)
+
+
+def plot_reward_surface(source, path: str | os.PathLike, grid: int = 120) -> Path:
+    """The GP posterior mean of the reward over the (ε, L) box (log ε axis), with the settings
+    tried under the current GP as dots (area ∝ visits) and the final (ε, L) as a star
+    (seed 000 Figs 4.1 and 4.4)."""
+    tuner, history, idata = _bandit(source)
+    log_eps = np.linspace(tuner.lower[0], tuner.upper[0], int(grid))
+    steps = _steps_grid(tuner)
+    E, S = np.meshgrid(log_eps, steps)
+    mean, _ = tuner.gp.predict(np.column_stack([E.ravel(), S.ravel()]))
+    pts, left_out = _current_points(tuner, history)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 5.2), layout="constrained")
+    try:
+        cs = ax.contourf(np.exp(E), S, mean.reshape(E.shape), levels=30, cmap="viridis")
+        fig.colorbar(cs, ax=ax, label="GP posterior mean of the reward")
+        if pts:
+            seen: dict = {}
+            for h in pts:
+                seen[(h["eps"], h["L"])] = seen.get((h["eps"], h["L"]), 0) + 1
+            xy = np.array(list(seen))
+            n = np.array(list(seen.values()), float)
+            ax.scatter(xy[:, 0], xy[:, 1], s=12 + 10 * np.sqrt(n), facecolor="white",
+                       edgecolor="black", lw=0.6, alpha=0.85,
+                       label=f"tried ({len(pts)} BO steps, {len(seen)} settings)")
+        ax.scatter([tuner.step_size], [tuner.num_steps], marker="*", s=260, color="red",
+                   edgecolor="black", lw=0.8, zorder=5,
+                   label=f"final ε={tuner.step_size:.3g}, L={tuner.num_steps}")
+        ax.set_xscale("log")
+        ax.set_xlim(np.exp(tuner.lower[0]), np.exp(tuner.upper[0]))
+        ax.set_ylim(steps[0], steps[-1])
+        ax.set_xlabel("step size ε (log scale)")
+        ax.set_ylabel("trajectory length L (maximum)")
+        ax.legend(loc="upper right", fontsize=8, framealpha=0.8)
+        title = _bandit_title(idata, "learned reward surface", tuner, history)
+        if left_out:
+            title += f"\n({left_out} steps before the last GP reset or without a reward not shown)"
+        ax.set_title(title, fontsize=10)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return Path(path)
+
+
+def plot_reward_slice(source, path: str | os.PathLike, steps: int | None = None,
+                      grid: int = 300) -> Path:
+    """A slice of the GP at L = `steps` (default: the final L): the posterior mean ± 2 sd of
+    the reward against ε (log axis) with the rewards measured at that L, and below it the
+    acquisition function along the slice at the last p_i (seed 000 Figs 4.2 and 4.6)."""
+    tuner, history, idata = _bandit(source)
+    steps = int(tuner.num_steps if steps is None else steps)
+    log_eps = np.linspace(tuner.lower[0], tuner.upper[0], int(grid))
+    X = np.column_stack([log_eps, np.full(log_eps.shape, float(steps))])
+    mean, var = tuner.gp.predict(X)
+    sd = np.sqrt(var)
+    p_last = float(history[-1]["p_i"]) if history else 1.0
+    u = tuner.acquisition_fn(p_last)
+    acq = np.array([u(x) for x in X])
+    pts, _ = _current_points(tuner, history)
+    at_l = [h for h in pts if int(h["L"]) == steps]
+    eps = np.exp(log_eps)
+    plt = _pyplot()
+    fig, (ax, ax_u) = plt.subplots(2, 1, figsize=(7.5, 6.2), sharex=True, layout="constrained",
+                                   gridspec_kw={"height_ratios": [2, 1]})
+    try:
+        ax.fill_between(eps, mean - 2 * sd, mean + 2 * sd, color="C0", alpha=0.25,
+                        label="mean ± 2 sd")
+        ax.plot(eps, mean, color="C3", lw=1.5, label="GP posterior mean")
+        if at_l:
+            ax.scatter([h["eps"] for h in at_l], [h["reward"] for h in at_l], s=16,
+                       color="black", zorder=4, label=f"rewards at L = {steps} ({len(at_l)})")
+        ax.axvline(tuner.step_size, color="0.4", ls="--", lw=0.8,
+                   label=f"final ε = {tuner.step_size:.3g}")
+        finite = [h["reward"] for h in pts]
+        if finite:  # the GP's prior sd (5) dwarfs the rewards far from the data: zoom on them
+            lo, hi = min(0.0, min(finite)), max(finite)
+            pad = 0.5 * (hi - lo if hi > lo else 1.0)
+            ax.set_ylim(lo - pad, hi + pad)
+        ax.set_ylabel("reward")
+        ax.legend(loc="upper left", fontsize=8, framealpha=0.8)
+        ax.set_title(_bandit_title(idata, f"reward slice at L = {steps}", tuner, history),
+                     fontsize=10)
+        name = "annealed UCB" if tuner.acquisition == "ucb" else "expected improvement"
+        ax_u.plot(eps, acq, color="C2", lw=1.5)
+        ax_u.axvline(tuner.step_size, color="0.4", ls="--", lw=0.8)
+        ax_u.set_ylabel(f"{name}\n(p_i = {p_last:.3g})", fontsize=9)
+        ax_u.set_xlabel("step size ε (log scale)")
+        ax_u.set_xscale("log")
+        ax_u.set_xlim(eps[0], eps[-1])
         fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)

@@ -57,6 +57,7 @@ class RunSpec:
     knobs: dict = dataclasses.field(default_factory=dict)
     adapt: str | None = None
     adapt_options: dict = dataclasses.field(default_factory=dict)
+    tuner_options: dict | None = None  # options of the sampler's default tuner ("ahmc")
     version: str = __version__
 
     def validate(self) -> None:
@@ -76,6 +77,13 @@ class RunSpec:
     @property
     def total_iterations(self) -> int:
         return self.warmup + self.draws * self.thin
+
+
+def _json_options(options: dict) -> dict:
+    """Options as config.json stores them (tuples -> lists, numpy -> Python)."""
+    def conv(v):
+        return [conv(x) for x in v] if isinstance(v, (tuple, list)) else _jsonable(v)
+    return {k: conv(v) for k, v in options.items()}
 
 
 def _jsonable(v):
@@ -287,8 +295,14 @@ def _record(index, phase, start_iter, n, thin, knobs, next_knobs, out, wall, tun
         "start_iter": np.asarray(start_iter), "n_draws": np.asarray(n), "thin": np.asarray(thin),
         "wall_s": np.asarray(wall),
         "positions": np.asarray(pos)[:, :n], "lp": np.asarray(lp)[:, :n],
-        "tuner_state": np.asarray(json.dumps(tuner.state_dict())),
     }
+    # A tuner with `chunk_history()` saves its state without history, plus this chunk's own
+    # history entries: the full history is rebuilt from the chunks (`_tuner_history`).
+    if hasattr(tuner, "chunk_history"):
+        rec["tuner_state"] = np.asarray(json.dumps(tuner.state_dict(history=False)))
+        rec["tuner_history"] = np.asarray(json.dumps(tuner.chunk_history()))
+    else:
+        rec["tuner_state"] = np.asarray(json.dumps(tuner.state_dict()))
     for f, v in zip(info._fields, info):
         rec[f"info.{f}"] = np.asarray(v)[:, :n]
     for f, v in zip(new_states._fields, new_states):
@@ -390,7 +404,10 @@ def _assemble(run: _Run, store, wall_total: float):
     pos, lp, stats = [], [], {}
     warm_grad = samp_grad = 0
     warm_wall = samp_wall = 0.0
+    history = []
     for rec in store.chunks():
+        if "tuner_history" in rec:
+            history += json.loads(str(rec["tuner_history"]))
         n_grad = int(rec["info.n_grad"].sum())
         if int(rec["phase"]) == WARMUP:
             warm_grad += n_grad
@@ -438,7 +455,67 @@ def _assemble(run: _Run, store, wall_total: float):
     if constrained is not None:
         idata.add_groups(unconstrained_posterior=az.dict_to_dataset(posterior, library=None))
     idata.posterior.attrs.update(attrs)  # group attrs survive every NetCDF round trip
+    if history:
+        _add_tuning_group(idata, history, run.tuner.state_dict(history=False))
     return idata, totals
+
+
+def _add_tuning_group(idata, history: list[dict], state: dict) -> None:
+    """The tuner's history as the InferenceData group `tuning`: one row per BO step (dim
+    "step"), one variable per history key (None -> NaN; non-scalars as JSON text); the final
+    state (JSON) in its attrs."""
+    import warnings
+
+    import xarray as xr
+
+    keys = list(dict.fromkeys(k for h in history for k in h))
+    data = {}
+    for k in keys:
+        vals = [h.get(k) for h in history]
+        if all(isinstance(v, bool) for v in vals):
+            arr = np.asarray(vals, bool)
+        elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals):
+            arr = np.asarray(vals, np.int64)
+        elif all(v is None or isinstance(v, (int, float, np.number)) for v in vals):
+            arr = np.asarray([np.nan if v is None else float(v) for v in vals], np.float64)
+        else:
+            arr = np.asarray([json.dumps(v) for v in vals])
+        data[k] = ("step", arr)
+    ds = xr.Dataset(data, coords={"step": np.arange(len(history))},
+                    attrs={"tuner": str(state.get("name", "")), "tuner_state": json.dumps(state)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "tuning" is not an ArviZ scheme group
+        idata.add_groups(tuning=ds)
+
+
+def _tuner_history(store) -> list[dict]:
+    """The full tuner history, from the entries every chunk record carries."""
+    return [h for rec in store.chunks() for h in json.loads(str(rec.get("tuner_history", "[]")))]
+
+
+def _tuner_options(sampler, tuner, knobs: dict):
+    """(options of the sampler's default tuner, the remaining knobs): a sampler with a
+    `make_tuner` (e.g. "ahmc") takes its `tuner_options` keywords from **knobs when no
+    tuner= is given; None when the run uses no default tuner."""
+    smp = sampler if isinstance(sampler, _samplers.Sampler) else _samplers.get(sampler)
+    names = getattr(smp, "tuner_options", None)
+    if names is None:
+        return None, knobs
+    given = {k: v for k, v in knobs.items() if k in names}
+    if tuner is not None:
+        if given:
+            raise BomcmcError(f"{', '.join(sorted(given))}: options of the default tuner of "
+                              f"sampler '{smp.name}', which tuner= replaces (set them on your "
+                              "tuner)")
+        return None, knobs
+    return given, {k: v for k, v in knobs.items() if k not in names}
+
+
+def _default_tuner(run: "_Run", states) -> None:
+    """Build the sampler's default tuner from the options config.json records."""
+    if run.spec.tuner_options is not None and hasattr(run.sampler, "make_tuner"):
+        run.tuner = run.sampler.make_tuner(dict(run.spec.tuner_options), run.spec, run.flat,
+                                           states)
 
 
 # ---------------------------------------------------------------------------------------
@@ -486,6 +563,7 @@ def sample(
         set_float64(True)
     post = resolve_posterior(logdensity, init, posterior)
     adapt, adapt_options, knobs = _adaptation(sampler, warmup, adapt, adapt_options, knobs)
+    tuner_options, knobs = _tuner_options(sampler, tuner, knobs)
     spec = RunSpec(
         posterior=post.name if _models.is_builtin(post.name) else "custom",
         sampler=sampler.name if isinstance(sampler, _samplers.Sampler) else sampler,
@@ -496,6 +574,7 @@ def sample(
         init_jitter=float(init_jitter),
         knobs={k: _jsonable(v) for k, v in knobs.items()},
         adapt=adapt, adapt_options={k: _jsonable(v) for k, v in adapt_options.items()},
+        tuner_options=None if tuner_options is None else _json_options(tuner_options),
     )
     if spec.chunk_size == -1:
         dim = flatten(post, check_finite=False).dim
@@ -507,6 +586,8 @@ def sample(
     run = _Run(spec, post, store, tuner,
                sampler if isinstance(sampler, _samplers.Sampler) else None)
     states = run.initial_state()
+    if tuner is None:
+        _default_tuner(run, states)
     if isinstance(store, DiskStore):
         store.create(dataclasses.asdict(spec), overwrite=overwrite)
     run.knobs = run.tuner.initial_knobs(run.knobs)
@@ -585,6 +666,8 @@ def resume(
     run = _Run(spec, post, store, tuner, sampler)
     last = store.last_chunk()
     template = run.initial_state()
+    if tuner is None:
+        _default_tuner(run, template)
     adapt_template = run.initial_adapt_state(template)
     if last is None:
         states, adapt_state = template, adapt_template
@@ -600,7 +683,11 @@ def resume(
             raise BomcmcError(f"{store.path}: last chunk lacks {e}; not from this sampler") from None
         if states.position.shape != template.position.shape:
             raise BomcmcError(f"{store.path}: stored chains do not match the posterior's dimension")
-        run.tuner.load_state_dict(json.loads(str(last["tuner_state"])))
+        state = json.loads(str(last["tuner_state"]))
+        if "tuner_history" in last and hasattr(run.tuner, "chunk_history"):
+            run.tuner.load_state_dict(state, history=_tuner_history(store))
+        else:
+            run.tuner.load_state_dict(state)
         next_iter = int(last["start_iter"]) + int(last["n_draws"]) * int(last["thin"])
         index = int(last["index"]) + 1
     run.compile(states, adapt_state)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..errors import BomcmcError
-from . import hmc, nuts
+from . import ahmc, hmc, nuts
 from .base import Sampler
 
-_SAMPLERS: dict[str, Sampler] = {"hmc": hmc.sampler, "nuts": nuts.sampler}
+_SAMPLERS: dict[str, Sampler] = {"hmc": hmc.sampler, "nuts": nuts.sampler, "ahmc": ahmc.sampler}
 
 
 def get(name: str) -> Sampler:
@@ -26,4 +26,4 @@ def names() -> list[str]:
     return sorted(_SAMPLERS)
 
 
-__all__ = ["Sampler", "get", "register", "names", "hmc", "nuts"]
+__all__ = ["Sampler", "get", "register", "names", "ahmc", "hmc", "nuts"]

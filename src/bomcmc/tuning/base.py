@@ -12,6 +12,11 @@ chunk. Knobs are arrays with a leading chain axis; changing their values never r
                                              None leaves the length to the driver
     state_dict() -> dict / load_state_dict   JSON-able, saved with every chunk so a resumed
                                              run continues the tuner exactly
+    chunk_history() -> list[dict]            optional: this chunk's history entries; a tuner
+                                             that has it saves state_dict(history=False) per
+                                             chunk and gets load_state_dict(state, history)
+                                             on resume (history rebuilt from the chunks, and
+                                             stored as the InferenceData group `tuning`)
 """
 
 from __future__ import annotations

@@ -25,6 +25,13 @@ Decisions (docs/tuning.md):
   per BO step, SPECS §A.4); budget=B: B // L draws (seed 000 §3.2 super-transitions).
 - The uniform of step i is drawn from numpy's PCG64 seeded with (seed, i) (counter-based),
   so the state is JSON and a resumed run draws the same numbers.
+
+Storage: the driver saves `state_dict(history=False)` and this chunk's `chunk_history()`
+with every chunk, rebuilds the full history on resume (`load_state_dict(state, history)`)
+and writes it as the InferenceData group `tuning` at the end; `tuning_from_idata` and
+`summarize_tuning` read that group back. `samplers/ahmc.py` builds on this class
+(`AHMCTuner`: the paper's burn-in schedule, a relative box, a diagonal metric with GP
+resets via `reset_gp`).
 """
 
 from __future__ import annotations
@@ -34,13 +41,33 @@ import warnings
 
 import numpy as np
 
-from . import acquisition, schedules
+from . import schedules  # acquisition (scipy.optimize, ~0.1 s) is imported when first used
 from .gp import NOISE_VAR, SIGNAL_VAR, GaussianProcess
 from .rewards import get_reward
 
 LENGTHSCALE_FACTOR = 0.2  # ℓ_d = 0.2 × range_d (SPECS §A.2, "α = 0.2")
 RESCALE = 4.0  # s = 4 / max reward (SPECS §A.2)
 SAMPLING = 1
+
+
+_BLAS = None
+
+
+def _one_blas_thread():
+    """A context with BLAS on one thread (threadpoolctl, a scikit-learn dependency): the
+    proposal's linear algebra is tiny, and a multi-threaded OpenBLAS spinning up its threads
+    for each L-BFGS-B iteration made it about 4x slower on a loaded 2-core machine."""
+    global _BLAS
+    import contextlib
+
+    if _BLAS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS = ThreadpoolController()
+        except Exception:  # noqa: BLE001 - optional: without it, BLAS keeps its threads
+            _BLAS = False
+    return _BLAS.limit(limits=1, user_api="blas") if _BLAS else contextlib.nullcontext()
 
 
 class GPBanditTuner:
@@ -103,6 +130,7 @@ class GPBanditTuner:
         self.i = 0  # super-transitions seen
         self.max_reward: float | None = None  # max_j r_j, for s (SPECS §A.2)
         self.history: list[dict] = []
+        self._flushed = 0  # history entries already handed to the driver (chunk_history)
         self._warned = False
 
     # -- the search box ------------------------------------------------------------------
@@ -113,6 +141,13 @@ class GPBanditTuner:
     @property
     def upper(self) -> np.ndarray:
         return np.array([math.log(self.eps_bounds[1]), math.floor(self.steps_bounds[1])])
+
+    def reset_gp(self) -> None:
+        """Forget every observation (a new GP over the current box) and the rescaling
+        max_j r_j; the step counter i, hence p_i, goes on. For when the rewards seen so far
+        no longer describe the sampler, e.g. after a change of the mass matrix."""
+        self.gp = self._make_gp()
+        self.max_reward = None
 
     def _make_gp(self) -> GaussianProcess:
         """ℓ = 0.2 × range per dimension (SPECS §A.2); a fixed dimension gets ℓ = 1."""
@@ -146,14 +181,16 @@ class GPBanditTuner:
         if self.eps_bounds is None:
             self.eps_bounds = (eps0 / 100.0, eps0 * 10.0)
         self.gp = self._make_gp()
-        if self.start == "corner":
-            self.gamma = self._snap(self.lower)
-        elif self.start == "center":
-            self.gamma = self._snap((self.lower + self.upper) / 2)
-        else:
-            steps0 = float(np.mean(np.asarray(knobs.num_steps)))
-            self.gamma = self._snap((math.log(eps0), steps0))
+        self.gamma = self.start_gamma(eps0, float(np.mean(np.asarray(knobs.num_steps))))
         return self._apply(knobs)
+
+    def start_gamma(self, eps0: float, steps0: float) -> tuple[float, int]:
+        """The first γ of a (fresh) GP: the box's lower corner, its centre, or (ε₀, L₀)."""
+        if self.start == "corner":
+            return self._snap(self.lower)
+        if self.start == "center":
+            return self._snap((self.lower + self.upper) / 2)
+        return self._snap((math.log(eps0), steps0))
 
     def chunk_draws(self, knobs, chunk_size: int) -> int:
         if self.budget is None:
@@ -170,23 +207,35 @@ class GPBanditTuner:
         if chunk.get("phase") == SAMPLING and not self.adapt_in_sampling:
             return self._apply(knobs)
         self.i += 1
+        entry = self.observe(chunk)
+        self.move(entry)
+        self.history.append(entry)
+        return self._apply(knobs)
+
+    def observe(self, chunk: dict) -> dict:
+        """Steps 1–2 for chunk i = self.i: its reward, into the GP if finite. Returns the
+        history entry, with "proposed" still False."""
         eps, steps = self.step_size, self.num_steps
         reward = float(self.reward_fn({**chunk, "num_steps": steps, "step_size": eps}))
         p = float(self.schedule(self.i))
-        finite = math.isfinite(reward)
-        if finite:
+        if math.isfinite(reward):
             self.gp.add(self.gamma, reward)
             self.max_reward = reward if self.max_reward is None else max(self.max_reward, reward)
+        return {"i": self.i, "phase": int(chunk.get("phase", 0)), "eps": eps, "L": steps,
+                "reward": reward if math.isfinite(reward) else None, "p_i": p,
+                "proposed": False}
+
+    def move(self, entry: dict) -> None:
+        """Step 3: with probability p_i the maximiser of the acquisition; after a non-finite
+        reward, the incumbent."""
+        p = entry["p_i"]
         u = np.random.default_rng([self.seed, self.i]).random()
         proposed = bool(u < p and self.gp.n_obs > 0)
         if proposed:
             self.gamma = self.propose(p)
-        elif not finite and self.gp.n_obs > 0:
+        elif entry["reward"] is None and self.gp.n_obs > 0:
             self.gamma = self.incumbent()
-        self.history.append({"i": self.i, "phase": int(chunk.get("phase", 0)), "eps": eps,
-                             "L": steps, "reward": reward if finite else None, "p_i": p,
-                             "proposed": proposed})
-        return self._apply(knobs)
+        entry["proposed"] = proposed
 
     def _apply(self, knobs):
         """Broadcast (ε, L) to the chain axis, keeping the knobs' dtypes and shapes."""
@@ -201,28 +250,55 @@ class GPBanditTuner:
         best = self.max_reward
         return RESCALE / best if best is not None and best > 0 else 1.0
 
+    def point_predictor(self):
+        """x ↦ (μ(x), σ²(x)) at one point, the GP's `predict` with its per-call overhead
+        taken out: L⁻¹ is formed once, so σ² = sf² − ‖L⁻¹k‖² is a matrix-vector product
+        (DIRECT and the polish call this some 250 times per proposal)."""
+        gp = self.gp
+        if not len(gp.X):
+            return lambda x: (0.0, gp.signal_var)
+        from scipy.linalg import solve_triangular
+
+        (c, lower), alpha = gp._factor()
+        l_inv = solve_triangular(c, np.eye(len(gp.X)), lower=lower, check_finite=False)
+        X, inv_ls, sf2 = gp.X, 1.0 / gp.lengthscales, gp.signal_var
+
+        def predict(x):
+            d = (X - np.asarray(x, dtype=float)) * inv_ls
+            k = sf2 * np.exp(-0.5 * np.einsum("ij,ij->i", d, d))
+            v = l_inv @ k
+            return float(k @ alpha), max(sf2 - float(v @ v), 0.0)
+
+        return predict
+
     def acquisition_fn(self, p: float):
         """γ ↦ u(γ) for the current GP and annealing weight p."""
+        from . import acquisition
+
         s = self.scale()
+        predict = self.point_predictor()
         if self.acquisition == "ucb":
             b = schedules.beta(max(self.gp.n_obs, 1), d=2, delta=self.delta)
 
             def u(x):
-                mean, var = self.gp.predict(x[None, :])
-                return float(acquisition.ucb(mean[0], np.sqrt(var[0]), s, p, b))
+                mean, var = predict(x)
+                return float(acquisition.ucb(mean, math.sqrt(var), s, p, b))
         else:
             best = s * float(np.max(self.gp.predict(self.gp.X)[0]))
 
             def u(x):
-                mean, var = self.gp.predict(x[None, :])
-                return float(acquisition.expected_improvement(s * mean[0], np.sqrt(var[0]),
+                mean, var = predict(x)
+                return float(acquisition.expected_improvement(s * mean, math.sqrt(var),
                                                               best, self.xi))
         return u
 
     def propose(self, p: float) -> tuple[float, int]:
         """argmax_box u(γ) by DIRECT + L-BFGS-B, snapped to the box and an integer L."""
-        x, _ = acquisition.maximize(self.acquisition_fn(p), self.lower, self.upper,
-                                    maxfun=self.maxfun, polish=self.polish)
+        from . import acquisition
+
+        with _one_blas_thread():
+            x, _ = acquisition.maximize(self.acquisition_fn(p), self.lower, self.upper,
+                                        maxfun=self.maxfun, polish=self.polish)
         return self._snap(x)
 
     def incumbent(self) -> tuple[float, int]:
@@ -237,17 +313,35 @@ class GPBanditTuner:
         return {"step_size": math.exp(log_eps), "num_steps": steps, "mean_reward": float(mean[0])}
 
     # -- state ---------------------------------------------------------------------------
-    def state_dict(self) -> dict:
-        return {
+    def chunk_history(self) -> list[dict]:
+        """The history entries added since the last call (at most one per chunk). The driver
+        stores them with each chunk, and `state_dict(history=False)` beside them, so a
+        chunk record stays small however long the run; it rebuilds the full history from
+        the chunks (`load_state_dict(state, history)`, the InferenceData's `tuning` group)."""
+        new = [dict(h) for h in self.history[self._flushed:]]
+        self._flushed = len(self.history)
+        return new
+
+    def state_dict(self, history: bool = True) -> dict:
+        """JSON-able state. `history=False` leaves the history out (what the driver saves
+        with every chunk); "config" records the fixed hyperparameters, which
+        `load_state_dict` does not need but `from_state` (plots) does."""
+        state = {
             "name": self.name, "i": self.i, "seed": self.seed, "max_reward": self.max_reward,
             "eps_bounds": None if self.eps_bounds is None else list(self.eps_bounds),
             "steps_bounds": list(self.steps_bounds),
             "gamma": None if self.gamma is None else [self.gamma[0], self.gamma[1]],
             "gp": None if self.gp is None else self.gp.state_dict(),
-            "history": [dict(h) for h in self.history],
+            "config": {**self.gp_options, "lengthscale_factor": self.lengthscale_factor,
+                       "acquisition": self.acquisition, "delta": self.delta, "xi": self.xi},
         }
+        if history:
+            state["history"] = [dict(h) for h in self.history]
+        return state
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
+        """Restore `state`; the history is `history` when given (rebuilt from the chunks),
+        else the state's own (a `state_dict()` with history), else empty."""
         self.i, self.seed = int(state["i"]), int(state["seed"])
         self.max_reward = state["max_reward"]
         self.eps_bounds = None if state["eps_bounds"] is None else tuple(state["eps_bounds"])
@@ -258,4 +352,78 @@ class GPBanditTuner:
         if state["gp"] is not None:
             self.gp = self._make_gp()
             self.gp.load_state_dict(state["gp"])
-        self.history = [dict(h) for h in state["history"]]
+        if history is None:
+            history = state.get("history", [])
+        self.history = [dict(h) for h in history]
+        self._flushed = len(self.history)
+
+    @classmethod
+    def from_state(cls, state: dict, history: list[dict] | None = None) -> "GPBanditTuner":
+        """A tuner rebuilt from a saved state, with the GP hyperparameters and acquisition it
+        recorded (for reading a finished run: `bomcmc.plots.plot_reward_surface`). The
+        reward and the schedule are not recorded: this tuner is for inspection, not for
+        continuing a run."""
+        cfg = dict(state.get("config") or {})
+        opts = {k: cfg[k] for k in ("signal_var", "noise_var", "lengthscale_factor",
+                                    "acquisition", "delta", "xi") if k in cfg}
+        tuner = cls(eps_bounds=state["eps_bounds"], steps_bounds=state["steps_bounds"], **opts)
+        tuner.load_state_dict(state, history)
+        return tuner
+
+
+def tuning_from_idata(idata) -> tuple[GPBanditTuner, list[dict]] | None:
+    """(tuner rebuilt from the final state, history) of a run's InferenceData `tuning` group,
+    or None when the run has no GP-bandit tuning."""
+    import json
+
+    idata = getattr(idata, "idata", idata)  # a SampleResult works too
+    if not hasattr(idata, "groups") or "tuning" not in idata.groups():
+        return None
+    group = idata.tuning
+    if "tuner_state" not in group.attrs:
+        return None
+    state = json.loads(group.attrs["tuner_state"])
+    if state.get("gp") is None or state.get("eps_bounds") is None:
+        return None
+    history = history_from_dataset(group)
+    return GPBanditTuner.from_state(state, history), history
+
+
+def history_from_dataset(ds) -> list[dict]:
+    """The history entries of a `tuning` group (one per BO step; NaN rewards back to None)."""
+    n = ds.sizes.get("step", 0)
+    cols = {k: np.asarray(ds[k].values) for k in ds.data_vars}
+    out = []
+    for j in range(n):
+        h = {}
+        for k, v in cols.items():
+            x = v[j].item()
+            if isinstance(x, float) and not math.isfinite(x):
+                x = None
+            h[k] = x
+        out.append(h)
+    return out
+
+
+def summarize_tuning(idata) -> dict | None:
+    """A JSON-able summary of a run's bandit (for `bomcmc summary`): BO steps, proposals,
+    the final and the incumbent (ε, L), the number of GP resets, the last p_i."""
+    found = tuning_from_idata(idata)
+    if found is None:
+        return None
+    tuner, history = found
+    finite = [h for h in history if h.get("reward") is not None]
+    out = {
+        "bo_steps": len(history),
+        "bo_steps_warmup": sum(1 for h in history if h.get("phase") == 0),
+        "proposals": sum(1 for h in history if h.get("proposed")),
+        "distinct_settings": len({(h["eps"], h["L"]) for h in history}),
+        "final": {"step_size": tuner.step_size, "num_steps": tuner.num_steps},
+        "best": tuner.best() if tuner.gp is not None and tuner.gp.n_obs else None,
+        "eps_bounds": list(tuner.eps_bounds), "steps_bounds": list(tuner.steps_bounds),
+        "last_p_i": history[-1]["p_i"] if history else None,
+        "max_reward": max((h["reward"] for h in finite), default=None),
+    }
+    if history and "epoch" in history[-1]:
+        out["gp_resets"] = int(history[-1]["epoch"])
+    return out
