@@ -1,9 +1,11 @@
 #!/usr/bin/env python
-"""Side-by-side sampler benchmark: bomcmc HMC vs NumPyro NUTS vs BlackJAX NUTS.
+"""Side-by-side sampler benchmark: bomcmc HMC and NUTS vs NumPyro NUTS vs BlackJAX NUTS.
 
     python benchmarks/run.py --posteriors logistic-german \
         --samplers bomcmc-hmc,numpyro-nuts,blackjax-nuts --chains 4 --draws 1000 \
         --warmup 1000 --repeats 3 [--cache-check] [--tag NAME] [--float64]
+    python benchmarks/run.py --posteriors sblri-blr,logistic-german,... \
+        --samplers bomcmc-nuts,numpyro-nuts,blackjax-nuts --repeats 3
 
 Everything runs in one process, sampler after sampler, repeat after repeat, so the figures
 share the machine's state. It writes `benchmarks/results/<tag or timestamp>.json` (every
@@ -19,7 +21,9 @@ gradients, divergences, end-to-end seconds (compilation included), and the overh
 evaluation of `vmap(grad(logdensity))` over the same chains, N times inside one compiled
 `lax.fori_loop` (a call after the first is timed), and the same ratio against the floor of
 `vmap(value_and_grad(logdensity))` with the value kept live, which is what HMC and NUTS
-evaluate and which on XLA CPU can be the faster program of the two.
+evaluate and which on XLA CPU can be the faster program of the two. When bomcmc-nuts runs
+next to another NUTS, a summary gives bomcmc ÷ NumPyro and ÷ BlackJAX of min ESS/grad and
+min ESS/s per posterior and the checks ESS/s ≥ 1×, ESS/grad within ±20 %.
 
 NumPyro and BlackJAX are used only here (the optional `bench` extra) and imported lazily.
 """
@@ -48,8 +52,16 @@ RESULTS_DIR = ROOT / "benchmarks" / "results"
 DOC_PATH = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- BEGIN GENERATED (benchmarks/run.py) -->", "<!-- END GENERATED -->"
 
-ALL_SAMPLERS = ("bomcmc-hmc", "numpyro-nuts", "blackjax-nuts", "bare-hmc")
+ALL_SAMPLERS = ("bomcmc-hmc", "bomcmc-nuts", "numpyro-nuts", "blackjax-nuts", "bare-hmc")
 DEFAULT_SAMPLERS = "bomcmc-hmc,numpyro-nuts,blackjax-nuts"
+NUTS_SAMPLERS = ("bomcmc-nuts", "numpyro-nuts", "blackjax-nuts")
+
+# The NUTS settings every NUTS sampler gets, spelled out to each library (they are also all
+# three libraries' defaults): diagonal metric, Stan's window warm-up targeting δ = 0.8 from
+# ε₀ = 1 and M⁻¹ = I, at most 10 doublings.
+NUTS_TARGET_ACCEPT = 0.8
+NUTS_MAX_TREE_DEPTH = 10
+NUTS_DENSE_MASS = False
 
 # Fixed HMC knobs (step size ε, leapfrog steps L) per posterior for bomcmc-hmc and the bare
 # reference loop. The HMC warm-up is plain burn-in at these knobs (no adaptation yet).
@@ -232,9 +244,28 @@ def _ess_from_draws(draws: np.ndarray) -> np.ndarray:
     return flat_ess(az.from_dict(posterior={"x": np.asarray(draws)}))
 
 
+def _bomcmc_flat_draws(res, flat) -> np.ndarray:
+    """bomcmc's draws of the sampled coordinates, (chains, draws, d) in the flat order the
+    other samplers see. A posterior with a `constrain` keeps them in the InferenceData's
+    `unconstrained_posterior` group (its `posterior` group holds the constrained quantities,
+    e.g. eight schools' theta = mu + tau·theta_trans, which are other coordinates)."""
+    idata = res.idata
+    group = (idata.unconstrained_posterior if "unconstrained_posterior" in idata.groups()
+             else idata.posterior)
+    cols = []
+    for name in flat.var_names:
+        a = np.asarray(group[name])
+        cols.append(a.reshape(a.shape[:2] + (-1,)))
+    return np.concatenate(cols, axis=-1)
+
+
+def _spread(values) -> dict:
+    """min / median / max of per-chain values (e.g. adapted step sizes)."""
+    return _mmm(values)
+
+
 def run_bomcmc(ctx, seed: int) -> dict:
     import bomcmc
-    from bomcmc.diagnostics import flat_ess
 
     eps, L = ctx["knobs"]
     t0 = time.perf_counter()
@@ -247,7 +278,7 @@ def run_bomcmc(ctx, seed: int) -> dict:
     t = res.totals
     steps = np.asarray(res.idata.sample_stats["n_grad"])
     return {
-        "ess": flat_ess(res.idata),
+        "ess": _ess_from_draws(_bomcmc_flat_draws(res, ctx["flat"])),
         "n_grad": int(t["n_grad"]),
         "n_grad_warmup": int(t["n_grad_warmup"]),
         "wall_s": float(t["wall_s"]),
@@ -263,6 +294,43 @@ def run_bomcmc(ctx, seed: int) -> dict:
     }
 
 
+def run_bomcmc_nuts(ctx, seed: int) -> dict:
+    """bomcmc's NUTS (BlackJAX's kernel in bomcmc's chunk driver) with Stan's window
+    warm-up inside the compiled chunk (the default for sampler="nuts"), from the starting
+    points bomcmc draws for `seed` (= ctx["starts"], which the other samplers get too)."""
+    import bomcmc
+
+    t0 = time.perf_counter()
+    res = bomcmc.sample(
+        posterior=ctx["name"], sampler="nuts", chains=ctx["chains"], draws=ctx["draws"],
+        warmup=ctx["warmup"], seed=seed, progress=False, float64=ctx["float64"],
+        adapt="window", target_accept=NUTS_TARGET_ACCEPT, max_tree_depth=NUTS_MAX_TREE_DEPTH,
+        dense_mass=NUTS_DENSE_MASS,
+    )
+    e2e = time.perf_counter() - t0
+    t = res.totals
+    ss = res.idata.sample_stats
+    steps = np.asarray(ss["n_grad"])
+    eps = np.asarray(ss["step_size"])[:, -1]  # per chain: the adapted ε used while sampling
+    return {
+        "ess": _ess_from_draws(_bomcmc_flat_draws(res, ctx["flat"])),
+        "n_grad": int(t["n_grad"]),
+        "n_grad_warmup": int(t["n_grad_warmup"]),
+        "wall_s": float(t["wall_s"]),
+        "wall_s_warmup": float(t["wall_s_warmup"]),
+        "compile_s": float(t["compile_s"]),
+        "end_to_end_s": e2e,
+        "divergences": int(t["divergences"]),
+        "accept_mean": float(t["accept_mean"]),
+        "step_size": float(eps.mean()),
+        "step_size_chains": _spread(eps),
+        "step_size_per_chain": eps.tolist(),
+        "tree_depth_mean": float(np.asarray(ss["tree_depth"]).mean()),
+        "lockstep_factor": _lockstep_factor(steps),
+        "sampling_wall_source": "bomcmc totals['wall_s'] (chunk calls; compiled ahead of time)",
+    }
+
+
 def run_numpyro(ctx, seed: int) -> dict:
     import jax
 
@@ -273,7 +341,9 @@ def run_numpyro(ctx, seed: int) -> dict:
     clock: CompileClock = ctx["clock"]
     key_w, key_s = jax.random.split(jax.random.PRNGKey(seed))
     t_start = time.perf_counter()
-    kernel = NUTS(potential_fn=lambda x: -logdensity(x))
+    kernel = NUTS(potential_fn=lambda x: -logdensity(x), target_accept_prob=NUTS_TARGET_ACCEPT,
+                  max_tree_depth=NUTS_MAX_TREE_DEPTH, dense_mass=NUTS_DENSE_MASS,
+                  adapt_step_size=True, adapt_mass_matrix=True, step_size=1.0)
     mcmc = MCMC(kernel, num_warmup=ctx["warmup"], num_samples=ctx["draws"], num_chains=C,
                 chain_method="vectorized", progress_bar=False)
     w0 = time.time()
@@ -291,7 +361,7 @@ def run_numpyro(ctx, seed: int) -> dict:
     comp_w = clock.seconds(w0, w1, anchor="_fori_collect_loop")
     comp_s = clock.seconds(s0, s1, anchor="_fori_collect_loop")
     steps = extra["num_steps"]
-    step_size = np.asarray(mcmc.last_state.adapt_state.step_size)
+    step_size = np.asarray(mcmc.last_state.adapt_state.step_size).ravel()
     return {
         "ess": _ess_from_draws(draws),
         "n_grad": int(steps.sum()),
@@ -305,6 +375,8 @@ def run_numpyro(ctx, seed: int) -> dict:
         "divergences": int(extra["diverging"].sum()),
         "accept_mean": float(extra["accept_prob"].mean()),
         "step_size": float(step_size.mean()),
+        "step_size_chains": _spread(step_size),
+        "step_size_per_chain": step_size.tolist(),
         "lockstep_factor": _lockstep_factor(steps),
         "compile_s_all_spans_in_run": clock.seconds(s0, s1),
         "sampling_wall_source": "MCMC.run wall (to samples in NumPy) minus the JAX "
@@ -323,7 +395,10 @@ def run_blackjax(ctx, seed: int) -> dict:
     keys_w = jax.random.split(key_w, C)
     t_start = time.perf_counter()
 
-    adaptation = blackjax.window_adaptation(blackjax.nuts, logdensity)
+    adaptation = blackjax.window_adaptation(
+        blackjax.nuts, logdensity, is_mass_matrix_diagonal=not NUTS_DENSE_MASS,
+        initial_step_size=1.0, target_acceptance_rate=NUTS_TARGET_ACCEPT,
+        max_num_doublings=NUTS_MAX_TREE_DEPTH)
 
     def warm_one(key, x):
         (state, params), info = adaptation.run(key, x, num_steps=W)
@@ -337,7 +412,8 @@ def run_blackjax(ctx, seed: int) -> dict:
     wall_w = time.perf_counter() - w0
 
     kernel = blackjax.nuts.build_kernel()
-    step_all = jax.vmap(lambda k, s, e, m: kernel(k, s, logdensity, e, m))
+    step_all = jax.vmap(lambda k, s, e, m: kernel(k, s, logdensity, e, m,
+                                                  max_num_doublings=NUTS_MAX_TREE_DEPTH))
 
     def sample(key, states, step_size, inv_mass):
         def body(st, k):
@@ -369,6 +445,8 @@ def run_blackjax(ctx, seed: int) -> dict:
         "divergences": int(np.asarray(div).sum()),
         "accept_mean": float(np.asarray(acc).mean()),
         "step_size": float(np.asarray(params["step_size"]).mean()),
+        "step_size_chains": _spread(np.asarray(params["step_size"])),
+        "step_size_per_chain": np.asarray(params["step_size"]).ravel().tolist(),
         "lockstep_factor": _lockstep_factor(steps),
         "sampling_wall_source": "jitted lax.scan, compiled ahead of time (.lower().compile())",
     }
@@ -447,8 +525,9 @@ def run_bare_hmc(ctx, seed: int) -> dict:
     }
 
 
-RUNNERS = {"bomcmc-hmc": run_bomcmc, "numpyro-nuts": run_numpyro,
-           "blackjax-nuts": run_blackjax, "bare-hmc": run_bare_hmc}
+RUNNERS = {"bomcmc-hmc": run_bomcmc, "bomcmc-nuts": run_bomcmc_nuts,
+           "numpyro-nuts": run_numpyro, "blackjax-nuts": run_blackjax,
+           "bare-hmc": run_bare_hmc}
 
 
 def figures(raw: dict, chains: int, floor_s: float, floor_vg_s: float) -> dict:
@@ -579,6 +658,110 @@ def _mmm_str(d, fmt="{:.3g}"):
     return " / ".join(_f(d.get(k), fmt) for k in ("min", "median", "max"))
 
 
+def nuts_comparison(result: dict) -> dict:
+    """Per posterior, bomcmc-nuts ÷ NumPyro and ÷ BlackJAX of min ESS per gradient and of
+    min ESS per second (each the median over repeats first, then the ratio; the per-repeat
+    ratios, same seed and starts, are kept for the spread), and the two checks of the NUTS
+    issue: ESS/s ≥ 1× each, ESS/grad within ±20 % of each. Empty unless bomcmc-nuts ran
+    next to another NUTS."""
+    out = {}
+    for name, post in result["posteriors"].items():
+        sams = post["samplers"]
+        if "bomcmc-nuts" not in sams:
+            continue
+        ours = sams["bomcmc-nuts"]
+        row = {"dim": post["dim"]}
+        for other in ("numpyro-nuts", "blackjax-nuts"):
+            if other not in sams:
+                continue
+            theirs = sams[other]
+            r = {}
+            for fig in ("ess_per_grad", "ess_per_s"):
+                a_ = ours["median"][fig]["min"]
+                b_ = theirs["median"][fig]["min"]
+                r[fig] = a_ / b_ if a_ and b_ else None
+                reps = [x[fig]["min"] / y[fig]["min"]
+                        for x, y in zip(ours["repeats"], theirs["repeats"])
+                        if x[fig]["min"] and y[fig]["min"]]
+                r[fig + "_per_repeat"] = reps
+            # seconds per gradient of the slowest chain (wall ÷ Σ_t max_c n): the speed of
+            # the code, free of how many steps the adapted ε and metric happened to need
+            cost = [[x["s_per_grad_per_chain"] / x["lockstep_factor"] for x in q["repeats"]
+                     if x.get("s_per_grad_per_chain") and x.get("lockstep_factor")]
+                    for q in (ours, theirs)]
+            r["s_per_lockstep_grad"] = (statistics.median(cost[0]) / statistics.median(cost[1])
+                                        if cost[0] and cost[1] else None)
+            r["s_per_lockstep_grad_per_repeat"] = [a_ / b_ for a_, b_ in zip(*cost)]
+            r["ess_per_s_ok"] = r["ess_per_s"] is not None and r["ess_per_s"] >= 1.0
+            r["ess_per_grad_ok"] = (r["ess_per_grad"] is not None
+                                    and abs(r["ess_per_grad"] - 1.0) <= 0.2)
+            row[other] = r
+        out[name] = row
+    return out
+
+
+def _ratio_cell(r: dict | None, fig: str) -> str:
+    if not r or r.get(fig) is None:
+        return "–"
+    reps = r.get(fig + "_per_repeat") or []
+    spread = f" ({min(reps):.2f}–{max(reps):.2f})" if len(reps) > 1 else ""
+    return f"{r[fig]:.2f}{spread}"
+
+
+def render_nuts_summary(result: dict, title: str = "NUTS: bomcmc ÷ NumPyro and ÷ BlackJAX"
+                        ) -> list[str]:
+    comp = nuts_comparison(result)
+    if not comp:
+        return []
+    others = [o for o in ("numpyro-nuts", "blackjax-nuts")
+              if any(o in row for row in comp.values())]
+    short = {"numpyro-nuts": "NumPyro", "blackjax-nuts": "BlackJAX"}
+    names = ["bomcmc"] + [short[o] for o in others]
+    lines = [
+        f"#### {title}",
+        "",
+        "Ratios of medians over repeats (in brackets: the lowest and highest per-repeat "
+        "ratio, same seed and starting points). Checks: ESS/s ratio ≥ 1 against each, "
+        "ESS/grad ratio within 1 ± 0.2 against each. \"s per lockstep grad\" = sampling "
+        "seconds ÷ Σ_t max_c n_{t,c} (gradients of the slowest chain per transition): the "
+        "cost of the code per gradient, free of how long the trajectories happened to be; "
+        "below 1 means bomcmc's code is faster.",
+        "",
+        f"| posterior | d | min ESS/grad ({' / '.join(names)}) "
+        + "".join(f"| ESS/grad ÷ {short[o]} " for o in others)
+        + f"| min ESS/s ({' / '.join(names)}) "
+        + "".join(f"| ESS/s ÷ {short[o]} " for o in others)
+        + "".join(f"| s per lockstep grad ÷ {short[o]} " for o in others)
+        + f"| adapted ε, median over chains ({' / '.join(names)}) "
+        + f"| grads/draw ({' / '.join(names)}) "
+        + f"| div. ({' / '.join(names)}) | ESS/grad ±20 % | ESS/s ≥ |",
+        "|" + "---|" * (2 + 1 + len(others) + 1 + 2 * len(others) + 3 + 2),
+    ]
+    chains, draws = result["meta"]["args"]["chains"], result["meta"]["args"]["draws"]
+    for name, row in comp.items():
+        sams = result["posteriors"][name]["samplers"]
+        order = ["bomcmc-nuts"] + others
+        med = [sams[o]["median"] if o in sams else {} for o in order]
+        epg = " / ".join(_f((m_.get("ess_per_grad") or {}).get("min"), "{:.3g}") for m_ in med)
+        eps_ = " / ".join(_f((m_.get("ess_per_s") or {}).get("min"), "{:.3g}") for m_ in med)
+        step = " / ".join(_f((m_.get("step_size_chains") or {}).get("median"), "{:.3g}")
+                          for m_ in med)
+        gpd = " / ".join(_f(m_["n_grad"] / (chains * draws) if m_.get("n_grad") else None,
+                            "{:.1f}") for m_ in med)
+        div = " / ".join(_f(m_.get("divergences"), "{:.0f}") for m_ in med)
+        ok_g = all(row[o]["ess_per_grad_ok"] for o in others if o in row)
+        ok_s = all(row[o]["ess_per_s_ok"] for o in others if o in row)
+        lines.append(
+            f"| `{name}` | {row['dim']} | {epg} "
+            + "".join(f"| {_ratio_cell(row.get(o), 'ess_per_grad')} " for o in others)
+            + f"| {eps_} "
+            + "".join(f"| {_ratio_cell(row.get(o), 'ess_per_s')} " for o in others)
+            + "".join(f"| {_ratio_cell(row.get(o), 's_per_lockstep_grad')} " for o in others)
+            + f"| {step} | {gpd} | {div} | {'yes' if ok_g else '**no**'} "
+            f"| {'yes' if ok_s else '**no**'} |")
+    return lines + [""]
+
+
 def render(result: dict) -> str:
     m, a = result["meta"], result["meta"]["args"]
     v, mach = m["versions"], m["machine"]
@@ -601,6 +784,7 @@ def render(result: dict) -> str:
         "sampler run and averaged",
         "",
     ]
+    lines += render_nuts_summary(result)
     for name, post in result["posteriors"].items():
         lines += [
             f"#### `{name}` (d = {post['dim']})",
@@ -613,8 +797,12 @@ def render(result: dict) -> str:
         ]
         for sname, s in post["samplers"].items():
             md = s["median"]
+            sc = md.get("step_size_chains")
             knobs = (f"ε={md['knobs']['step_size']:g}, L={int(md['knobs']['steps'])}"
-                     if md.get("knobs") else f"adapted ε≈{_f(md.get('step_size'))}")
+                     if md.get("knobs") else
+                     f"adapted ε {_f(sc['median'])} [{_f(sc['min'])}, {_f(sc['max'])}]"
+                     if sc and sc.get("median") is not None else
+                     f"adapted ε≈{_f(md.get('step_size'))}")
             gpd = md["n_grad"] / (a["chains"] * a["draws"]) if md.get("n_grad") else None
             vg = md.get("overhead_ratio_vg")
             lf = md.get("lockstep_factor")
@@ -670,16 +858,80 @@ def render(result: dict) -> str:
 
 DOC_HEADER = """# Benchmarks
 
-How bomcmc's fixed-L HMC compares with NumPyro's and BlackJAX's NUTS when all three run
-side by side in one process. Produced by `benchmarks/run.py` (see `benchmarks/README.md` for
+How bomcmc's samplers (fixed-L HMC, NUTS) compare with NumPyro's and BlackJAX's NUTS when
+they run side by side in one process. Produced by `benchmarks/run.py` (see `benchmarks/README.md` for
 the definitions); the section between the GENERATED markers is rewritten on every run, the
 rest of this file is kept.
 
 """
 
 
+def pool_results(results: list[dict]) -> dict | None:
+    """The repeats of several runs with the same settings (chains, draws, warm-up, float)
+    pooled per posterior, for the samplers every contributing run has (so per-repeat pairs
+    stay aligned); a seed already pooled for a posterior is not pooled again (repeat r of a
+    run has seed `--seed` + r). Medians are recomputed. None unless at least two runs hold
+    bomcmc-nuts."""
+    runs = [r for r in results
+            if any("bomcmc-nuts" in p["samplers"] for p in r["posteriors"].values())]
+    if len(runs) < 2:
+        return None
+    key = lambda r: tuple(r["meta"]["args"][k] for k in ("chains", "draws", "warmup",  # noqa: E731
+                                                          "float64"))
+    runs = [r for r in runs if key(r) == key(runs[0])]
+    if len(runs) < 2:
+        return None
+    pooled, used = {}, set()
+    names = list(dict.fromkeys(n for r in runs for n in r["posteriors"]))
+    for name in names:
+        have = [r for r in runs if "bomcmc-nuts" in r["posteriors"].get(name, {})
+                .get("samplers", {})]
+        common = [sn for sn in have[0]["posteriors"][name]["samplers"]
+                  if all(sn in r["posteriors"][name]["samplers"] for r in have)]
+        reps = {sn: [] for sn in common}
+        seeds = set()
+        for r in have:
+            seed0 = r["meta"]["args"]["seed"]
+            sams = r["posteriors"][name]["samplers"]
+            n_rep = min(len(sams[sn]["repeats"]) for sn in common)
+            for i in range(n_rep):
+                if seed0 + i in seeds:
+                    continue
+                seeds.add(seed0 + i)
+                used.add(r["meta"]["tag"])
+                for sn in common:
+                    reps[sn].append(sams[sn]["repeats"][i])
+        pooled[name] = {
+            "dim": have[0]["posteriors"][name]["dim"], "seeds": sorted(seeds),
+            "samplers": {sn: {"repeats": v, "median": _median_tree(v)}
+                         for sn, v in reps.items()},
+        }
+    meta = dict(runs[0]["meta"])
+    meta["tag"] = " + ".join(r["meta"]["tag"] for r in runs if r["meta"]["tag"] in used)
+    n_max = max(len(p["seeds"]) for p in pooled.values())
+    meta["args"] = dict(meta["args"], repeats=n_max)
+    return {"meta": meta, "posteriors": pooled}
+
+
+def render_pooled(results: list[dict]) -> str:
+    pooled = pool_results(results)
+    if pooled is None:
+        return ""
+    tags = ", ".join(f"`{r['meta']['tag']}`" for r in results
+                     if r["meta"]["tag"] in pooled["meta"]["tag"].split(" + "))
+    counts = sorted({len(p["seeds"]) for p in pooled["posteriors"].values()})
+    lines = [f"### NUTS, the repeats of runs {tags} pooled",
+             "",
+             f"{' or '.join(map(str, counts))} repeats per posterior (distinct seeds; sampler "
+             "order and machine load as in each run below). Figures are medians over the "
+             "pooled repeats.", ""]
+    lines += render_nuts_summary(pooled, "NUTS, pooled: bomcmc ÷ NumPyro and ÷ BlackJAX")
+    return "\n".join(lines)
+
+
 def write_doc(results: list[dict], path: Path = DOC_PATH) -> None:
-    body = "\n\n".join(render(r) for r in results)
+    pooled = render_pooled(results)
+    body = "\n\n".join(([pooled] if pooled else []) + [render(r) for r in results])
     block = f"{BEGIN}\n\n{body}\n\n{END}"
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
@@ -779,7 +1031,7 @@ def main(argv=None) -> int:
                                 args.chains)
         floor_fn = make_floor(flat.logdensity_fn, starts, args.floor_evals)
         floor_vg_fn = make_floor(flat.logdensity_fn, starts, args.floor_evals, with_value=True)
-        ctx = {"name": name, "logdensity": flat.logdensity_fn, "starts": starts,
+        ctx = {"name": name, "flat": flat, "logdensity": flat.logdensity_fn, "starts": starts,
                "chains": args.chains, "draws": args.draws, "warmup": args.warmup,
                "knobs": knobs, "float64": args.float64, "clock": clock}
         per = {s: [] for s in samplers}
@@ -823,6 +1075,7 @@ def main(argv=None) -> int:
               f"(compile {cc['first']['compile_s']:.2f}s), second "
               f"{cc['second']['process_s']:.2f}s (compile {cc['second']['compile_s']:.2f}s)")
 
+    result["nuts_comparison"] = nuts_comparison(result) or None
     result = _clean(result)
     out_dir = Path(args.results_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
