@@ -104,19 +104,10 @@ def _median_tree(records: list):
 
 
 def _clean(x):
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _clean(x.tolist())
-    if isinstance(x, (np.floating, float)):
-        return float(x) if math.isfinite(float(x)) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
+    """NaN-safe JSON conversion: the library's own (imported late, after the JAX set-up)."""
+    from bomcmc.diagnostics import _clean as clean
+
+    return clean(x)
 
 
 def _lockstep_factor(steps: np.ndarray) -> float:

@@ -26,17 +26,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FAST = dict(chains=4, progress=False, float64=True)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def compilation_cache():
-    """Runs of the same posterior and buffer size share one compiled chunk (the test
-    session's private cache directory from conftest); the JAX settings are restored."""
-    keys = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-            "jax_persistent_cache_min_entry_size_bytes")
-    before = {k: getattr(jax.config, k) for k in keys}
-    bomcmc.enable_compilation_cache()
-    yield
-    for k, v in before.items():
-        jax.config.update(k, v)
+pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
 
 
 def _chunks(path):
