@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ..errors import BomcmcError
-from . import ahmc, hmc, nuts
+from . import ahmc, hmc, hmc_mixture, nuts
 from .base import Sampler
 
-_SAMPLERS: dict[str, Sampler] = {"hmc": hmc.sampler, "nuts": nuts.sampler, "ahmc": ahmc.sampler}
+_SAMPLERS: dict[str, Sampler] = {"hmc": hmc.sampler, "nuts": nuts.sampler, "ahmc": ahmc.sampler,
+                               "bo2": hmc_mixture.sampler}
 
 
 def get(name: str) -> Sampler:
@@ -26,4 +27,4 @@ def names() -> list[str]:
     return sorted(_SAMPLERS)
 
 
-__all__ = ["Sampler", "get", "register", "names", "ahmc", "hmc", "nuts"]
+__all__ = ["Sampler", "get", "register", "names", "ahmc", "hmc", "hmc_mixture", "nuts"]
