@@ -63,3 +63,26 @@ def girolami_logreg(name: str) -> tuple[np.ndarray, np.ndarray]:
     order = 3 if name == "ripley" else 1
     design = np.concatenate([np.ones((X.shape[0], 1))] + [X**k for k in range(1, order + 1)], 1)
     return design, y
+
+
+ROBOT_ARM_NOISE_SD = 0.05  # MacKay's generating noise (PROVENANCE.md §1)
+
+
+def robot_arm(split: str = "train") -> tuple[np.ndarray, np.ndarray]:
+    """MacKay's robot-arm data (PROVENANCE.md §1): inputs (joint angles x1, x2) and outputs
+    (y1, y2). `split`: "train" = rows 1–200, "test" = rows 401–600 (seed 000 §4.1; Neal 1996
+    §3.3), "extra" = rows 201–400, "all" = the 600 rows."""
+    rows = {"train": slice(0, 200), "extra": slice(200, 400), "test": slice(400, 600),
+            "all": slice(0, 600)}
+    if split not in rows:
+        raise BomcmcError(f"robot_arm split must be one of {', '.join(rows)}, got '{split}'")
+    _, arr = read_csv(data_path("robot_arm", "robot_arm_600.csv"), "robot_arm_600.csv")
+    arr = arr[rows[split]]
+    return arr[:, :2], arr[:, 2:]
+
+
+def robot_arm_truth(X: np.ndarray) -> np.ndarray:
+    """The noise-free arm position y = (2 cos x1 + 1.3 cos(x1 + x2), 2 sin x1 + 1.3 sin(x1 + x2))."""
+    x1, x2 = X[:, 0], X[:, 1]
+    return np.stack([2 * np.cos(x1) + 1.3 * np.cos(x1 + x2),
+                     2 * np.sin(x1) + 1.3 * np.sin(x1 + x2)], axis=1)

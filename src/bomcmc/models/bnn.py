@@ -30,6 +30,7 @@ integrated out. The log density is that of the joint in (log τ, w): the log-τ 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from typing import Any, Callable, Sequence
@@ -99,6 +100,18 @@ class Group:
     a0: float
     a1: float
     a2: float
+    # noise groups of a cross-validation fold (`BNN.with_mask`): the cases' 0/1 weights (nd,)
+    # and their sum, the number of values per source row that the conditionals count
+    mask: Any = None
+    count: Any = None
+
+    @property
+    def n_count(self):
+        """Values per source row that enter the likelihood (nd, or the fold's case count)."""
+        return self.nd if self.count is None else self.count
+
+    def _weighted_sum(self, v, axis=None):
+        return jnp.sum(v if self.mask is None else v * self.mask, axis=axis)
 
     @property
     def key0(self) -> str | None:
@@ -123,8 +136,8 @@ class Group:
         """Σ log p(Zᵢⱼ | τ₁ᵢ): Gaussian, or Student-t with a2 degrees of freedom."""
         prec = tau1[:, None]
         if self.a2 == INF:
-            return jnp.sum(normal_logpdf(z, prec))
-        return jnp.sum(student_t_logpdf(z, prec, self.a2))
+            return self._weighted_sum(normal_logpdf(z, prec))
+        return self._weighted_sum(student_t_logpdf(z, prec, self.a2))
 
     def hyper_logpdf(self, log_tau: dict, dtype):
         """log p(log τ₀) + log p(log τ₁ | τ₀), Jacobians included."""
@@ -147,10 +160,11 @@ class Group:
             raise BomcmcError(f"group {self.name}: t-distributed values have no Gamma conditional")
         tau0, _ = self.precisions(log_tau, dtype)
         if self.key1:
-            return self.key1, gamma_conditional(self.a1, tau0, jnp.sum(z**2, axis=1), self.nd)
+            return self.key1, gamma_conditional(self.a1, tau0, jnp.sum(z**2, axis=1),
+                                                self.n_count)
         if self.key0:
             return self.key0, gamma_conditional(self.a0, self.omega, jnp.sum(z**2),
-                                                self.ns * self.nd)
+                                                self.ns * self.n_count)
         return None, None
 
     # Gibbs updates, in three phases so that a sweep over all groups draws its Gamma
@@ -163,25 +177,25 @@ class Group:
         if not (self.key0 or self.key1):
             return out
         if self.a2 < INF:  # auxiliary per-value precisions
-            out["aux"] = np.full((self.ns, self.nd), (self.a2 + 1) / 2)
+            out["aux"] = jnp.full((self.ns, self.nd), (self.a2 + 1) / 2)
         if self.key1 and self.a2 == INF:
-            out["lower"] = np.full((self.ns,), (self.a1 + self.nd) / 2)
+            out["lower"] = jnp.full((self.ns,), (self.a1 + self.n_count) / 2)
         if self.key0 and not self.key1 and self.a2 == INF:
-            out["upper"] = np.asarray((self.a0 + self.ns * self.nd) / 2)
+            out["upper"] = jnp.asarray((self.a0 + self.ns * self.n_count) / 2)
         return out
 
     def aux_sum(self, z, tau1, std_aux):
         """Σⱼ τ₂ᵢⱼ for τ₂ᵢⱼ | Zᵢⱼ, τ₁ᵢ ~ Gamma((a2+1)/2, (a2/τ₁ᵢ + Zᵢⱼ²)/2) (FBM draws these
         auxiliaries for t-distributed values, `net-mc.c:gibbs_conn`)."""
         rate = (self.a2 / tau1[:, None] + z**2) / 2
-        return jnp.sum(jnp.exp(std_aux - jnp.log(rate)), axis=1)
+        return self._weighted_sum(jnp.exp(std_aux - jnp.log(rate)), axis=1)
 
     def lower_update(self, z, tau0, aux, std_lower):
         """τ₁ | Z, τ₀: log τ₁ (Gamma case) or the (a, b, c) of its upper-level form."""
         if self.a2 == INF:
-            _, rate = gamma_conditional(self.a1, tau0, jnp.sum(z**2, axis=1), self.nd)
+            _, rate = gamma_conditional(self.a1, tau0, jnp.sum(z**2, axis=1), self.n_count)
             return std_lower - jnp.log(rate), None
-        abc = upper_conditional(self.a1, tau0, self.a2, aux, self.nd)
+        abc = upper_conditional(self.a1, tau0, self.a2, aux, self.n_count)
         return None, tuple(jnp.broadcast_to(v, (self.ns,)) for v in abc)
 
     def upper_update(self, z, tau1, aux, std_upper):
@@ -189,9 +203,11 @@ class Group:
         if self.key1:
             abc = upper_conditional(self.a0, self.omega, self.a1, jnp.sum(tau1), self.ns)
         elif self.a2 < INF:
-            abc = upper_conditional(self.a0, self.omega, self.a2, jnp.sum(aux), self.ns * self.nd)
+            abc = upper_conditional(self.a0, self.omega, self.a2, jnp.sum(aux),
+                                    self.ns * self.n_count)
         else:
-            _, rate = gamma_conditional(self.a0, self.omega, jnp.sum(z**2), self.ns * self.nd)
+            _, rate = gamma_conditional(self.a0, self.omega, jnp.sum(z**2),
+                                        self.ns * self.n_count)
             return std_upper - jnp.log(rate), None
         return None, tuple(jnp.reshape(v, (1,)) for v in abc)
 
@@ -267,6 +283,8 @@ class BNN:
             self._template.get("log_tau", {}))))
         self.n_weights = self.dim - self.n_hyper
         self._x_sumsq = np.sum(self.X**2, axis=0)
+        self.case_weights = None  # a fold's 0/1 case weights (`with_mask`)
+        self.n_eff = float(self.n)  # cases in the likelihood
 
     # -- construction -------------------------------------------------------------------
     def _check_data(self, X, y, n_out):
@@ -398,6 +416,23 @@ class BNN:
                 pos["w"][k] = np.asarray(weights[k], dtype=float).reshape(pos["w"][k].shape)
         return pos
 
+    def with_mask(self, mask) -> "BNN":
+        """The same network with the likelihood restricted to the cases where `mask` (n,) is 1
+        (0 elsewhere): one cross-validation fold's training set (`models.bnn_cv`). `mask` may
+        be a traced array, so one function vmaps over the folds. The data, counts, Gibbs
+        conditionals and Neal's curvature all see only the weighted cases."""
+        m = copy.copy(self)
+        mask = jnp.asarray(mask)
+        m.case_weights = mask
+        m.n_eff = jnp.sum(mask)
+        m._x_sumsq = mask @ jnp.asarray(self.X**2, mask.dtype)
+        if self.noise_group is not None:
+            m.noise_group = dataclasses.replace(self.noise_group, mask=mask, count=m.n_eff)
+        return m
+
+    def _case_sum(self, v):
+        return jnp.sum(v if self.case_weights is None else v * self.case_weights)
+
     # -- the network ----------------------------------------------------------------------
     def apply(self, w: dict, X):
         """Network outputs f(X; w) (n, n_out): means for `real`, logits otherwise."""
@@ -444,9 +479,10 @@ class BNN:
             return g.hyper_logpdf(log_tau, dtype) + g.value_logpdf(resid, tau1)
         if self.likelihood == "binary":
             y = jnp.asarray(self.y, dtype)
-            return jnp.sum(y * f - jnp.logaddexp(0.0, f))
+            return self._case_sum(jnp.sum(y * f - jnp.logaddexp(0.0, f), axis=1))
         logp = jax.nn.log_softmax(f, axis=-1)
-        return jnp.sum(jnp.take_along_axis(logp, jnp.asarray(self.y)[:, None], axis=1))
+        return self._case_sum(
+            jnp.take_along_axis(logp, jnp.asarray(self.y)[:, None], axis=1)[:, 0])
 
     def logdensity(self, position: dict):
         """The joint log density of (log τ, w) given the data (up to a constant)."""
@@ -459,7 +495,8 @@ class BNN:
         dtype = jax.tree_util.tree_leaves(w)[0].dtype
         out = {name: w[name].reshape(g.ns, g.nd) for name, g in self.groups.items()}
         if self.noise_group is not None:
-            out["noise"] = (jnp.asarray(self.y, dtype) - self.apply(w, self.X)).T
+            resid = (jnp.asarray(self.y, dtype) - self.apply(w, self.X)).T
+            out["noise"] = resid if self.case_weights is None else resid * self.case_weights
         return out
 
     def gibbs_conditionals(self, position: dict) -> dict:
@@ -499,7 +536,7 @@ class BNN:
                 layout[g.name, part] = (i, shp.shape)
                 shapes.append(shp.ravel())
                 i += shp.size
-        std = (jax.random.loggamma(k_gamma, jnp.asarray(np.concatenate(shapes), dtype))
+        std = (jax.random.loggamma(k_gamma, jnp.concatenate(shapes).astype(dtype))
                if shapes else None)
 
         def variates(g, part):
@@ -550,7 +587,7 @@ class BNN:
         through `typical_sq`."""
         log_tau = position.get("log_tau", {})
         dtype = jax.tree_util.tree_leaves(position["w"])[0].dtype
-        n = float(self.n)
+        n = self.n_eff
         tau1 = {name: g.precisions(log_tau, dtype)[1] for name, g in self.groups.items()}
         if self.likelihood == "real":
             g = self.noise_group
