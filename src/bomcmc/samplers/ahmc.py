@@ -58,9 +58,9 @@ MODE_BACKTRACKING = 20  # backtracking line-search steps per iteration, at most
 
 
 def find_mode(position: jax.Array, logdensity_fn, iterations: int = MODE_ITERATIONS):
-    """`iterations` L-BFGS steps (optax, backtracking Armijo line search) up the log density
-    from `position`: the authors' step 0, x₀ = argmin U by L-BFGS on a small budget
-    (SPECS §A.4: maxFunEvals = 2·L_u = 200). Returns the point reached, or `position` if
+    """At most `iterations` L-BFGS steps (optax, backtracking Armijo line search) up the log
+    density from `position`, stopping when U stops decreasing: the authors' step 0,
+    x₀ = argmin U by L-BFGS on a small budget (SPECS §A.4: maxFunEvals = 2·L_u = 200). Returns the point reached, or `position` if
     that is not finite or not better. (optax's zoom line search reaches the same modes but
     compiles about twice as slowly.)"""
     import optax
@@ -72,14 +72,22 @@ def find_mode(position: jax.Array, logdensity_fn, iterations: int = MODE_ITERATI
         max_backtracking_steps=MODE_BACKTRACKING, store_grad=True))
     value_and_grad = optax.value_and_grad_from_state(neg)
 
+    # Stop early once an iteration no longer lowers U beyond rounding (relative decrease
+    # below 100 machine epsilons): past convergence every iteration would exhaust the line
+    # search (21 evaluations) for nothing — on german that was ~1.5k of the ~1.6k evaluations.
+    tol = 100 * jnp.finfo(position.dtype).eps
+
     def body(carry):
-        i, x, state = carry
+        i, x, state, u_prev, _ = carry
         u, g = value_and_grad(x, state=state)
         updates, state = opt.update(g, state, x, value=u, grad=g, value_fn=neg)
-        return i + 1, optax.apply_updates(x, updates), state
+        stalled = (u_prev - u) <= tol * (1.0 + jnp.abs(u))
+        return i + 1, optax.apply_updates(x, updates), state, u, stalled
 
-    _, x, _ = jax.lax.while_loop(lambda c: c[0] < iterations, body,
-                                 (jnp.asarray(0, jnp.int32), position, opt.init(position)))
+    inf = jnp.asarray(jnp.inf, position.dtype)
+    _, x, _, _, _ = jax.lax.while_loop(
+        lambda c: (c[0] < iterations) & ~c[4], body,
+        (jnp.asarray(0, jnp.int32), position, opt.init(position), inf, jnp.asarray(False)))
     u0, u1 = neg(position), neg(x)
     better = jnp.isfinite(u1) & jnp.all(jnp.isfinite(x)) & ~(u1 > u0)
     return jnp.where(better, x, position)
