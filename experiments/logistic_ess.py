@@ -245,16 +245,20 @@ def count_mode_evals(starts, logdensity_fn):
             max_backtracking_steps=MODE_BACKTRACKING, store_grad=True))
         value_and_grad = optax.value_and_grad_from_state(neg)
 
+        tol = 100 * jnp.finfo(position.dtype).eps  # find_mode's stop: U no longer decreases
+
         def body(carry):
-            i, x, state, n = carry
+            i, x, state, n, u_prev, _ = carry
             u, g = value_and_grad(x, state=state)
             updates, state = opt.update(g, state, x, value=u, grad=g, value_fn=neg)
             n = n + optax.tree.get(state, "num_linesearch_steps").astype(n.dtype)
-            return i + 1, optax.apply_updates(x, updates), state, n
+            stalled = (u_prev - u) <= tol * (1.0 + jnp.abs(u))
+            return i + 1, optax.apply_updates(x, updates), state, n, u, stalled
 
-        _, x, _, n = jax.lax.while_loop(
-            lambda c: c[0] < MODE_ITERATIONS, body,
-            (jnp.asarray(0, jnp.int32), position, opt.init(position), jnp.asarray(1, jnp.int32)))
+        _, x, _, n, _, _ = jax.lax.while_loop(
+            lambda c: (c[0] < MODE_ITERATIONS) & ~c[5], body,
+            (jnp.asarray(0, jnp.int32), position, opt.init(position), jnp.asarray(1, jnp.int32),
+             jnp.asarray(jnp.inf, position.dtype), jnp.asarray(False)))
         u0, u1 = neg(position), neg(x)
         better = jnp.isfinite(u1) & jnp.all(jnp.isfinite(x)) & ~(u1 > u0)
         return jnp.where(better, x, position), n
