@@ -58,6 +58,7 @@ class RunSpec:
     adapt: str | None = None
     adapt_options: dict = dataclasses.field(default_factory=dict)
     tuner_options: dict | None = None  # options of the sampler's default tuner ("ahmc")
+    max_grad: int | None = None  # stop after the chunk whose gradients per chain reach this
     version: str = __version__
 
     def validate(self) -> None:
@@ -69,6 +70,10 @@ class RunSpec:
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
                 raise BomcmcError(f"{name} must be a non-negative integer, got {v!r}")
+        if self.max_grad is not None and (not isinstance(self.max_grad, (int, np.integer))
+                                          or isinstance(self.max_grad, bool)
+                                          or self.max_grad < 1):
+            raise BomcmcError(f"max_grad must be a positive integer, got {self.max_grad!r}")
         if self.chunk_seconds is not None and not self.chunk_seconds > 0:
             raise BomcmcError(f"chunk_seconds must be positive, got {self.chunk_seconds}")
         if not (math.isfinite(self.init_jitter) and self.init_jitter >= 0):
@@ -99,6 +104,50 @@ def _jsonable(v):
 # ---------------------------------------------------------------------------------------
 # The compiled chunk: n_draws × thin transitions for every chain
 # ---------------------------------------------------------------------------------------
+class _RowLayout:
+    """The per-transition record as one row of integers: the log density and every scalar
+    info field, each reinterpreted bit for bit (floats bitcast, ints and bools widened), so a
+    transition writes one row of a (chunk_size, k) buffer instead of one buffer per field.
+    Non-scalar info fields (none in the built-in samplers) keep buffers of their own. "_lp"
+    names the log density (no NamedTuple field can start with an underscore)."""
+
+    def __init__(self, lp_struct, info_struct):
+        fields = [("_lp", lp_struct)] + list(zip(info_struct._fields, info_struct))
+        self.packed = [(f, s.dtype) for f, s in fields
+                       if s.shape == () and jnp.dtype(s.dtype).itemsize <= 8]
+        self.width = max(jnp.dtype(d).itemsize for _, d in self.packed)
+        self.dtype = jnp.dtype(f"int{8 * self.width}")
+        self.columns = {f: c for c, (f, _) in enumerate(self.packed)}
+        self.fields = info_struct._fields
+        self.info_type = type(info_struct)
+        self.shapes = dict(fields)
+
+    @staticmethod
+    def _int_of(dtype):
+        return jnp.dtype(f"int{8 * jnp.dtype(dtype).itemsize}")
+
+    def pack(self, values: dict) -> jax.Array:
+        cols = []
+        for f, dt in self.packed:
+            v = values[f]
+            if jnp.dtype(dt) == jnp.bool_:
+                v = v.astype(self.dtype)
+            else:
+                if not jnp.issubdtype(dt, jnp.signedinteger):  # floats, unsigned: same bits
+                    v = jax.lax.bitcast_convert_type(v, self._int_of(dt))
+                v = v.astype(self.dtype)  # sign-extends a narrower int: exact
+            cols.append(v)
+        return jnp.stack(cols)
+
+    def unpack(self, rows: jax.Array, field: str) -> jax.Array:
+        dt = jnp.dtype(self.shapes[field].dtype)
+        v = rows[..., self.columns[field]]
+        if dt == jnp.bool_:
+            return v != 0
+        v = v.astype(self._int_of(dt))  # back to the field's width: exact
+        return v if dt == v.dtype else jax.lax.bitcast_convert_type(v, dt)
+
+
 def build_chunk_fn(
     flat: FlatPosterior, sampler: _samplers.Sampler, chunk_size: int, warmup: int,
     adapter: Adapter | None = None,
@@ -110,7 +159,13 @@ def build_chunk_fn(
     `chunk_size` draws (rows past n_draws are zeros). The info of a thinned draw is that of
     its last transition, except `n_grad` (summed) and `diverging` (any). During the first
     `warmup` transitions the adapter (if any) updates its state and the knobs after every
-    transition, inside the compiled loop; its last update hands over the final knobs."""
+    transition, inside the compiled loop; its last update hands over the final knobs.
+
+    A transition writes its position and one packed row (`_RowLayout`: the log density and
+    the scalar info fields), unpacked after the loop. (Splitting the loop at the warm-up end,
+    so that sampling transitions skip the adapter's `cond`, was measured too: no faster
+    within ±1.5 % on the NUTS benchmark posteriors, and 20-27 % longer to compile, since the
+    step is then compiled twice; see docs/benchmarks.md.)"""
     logdensity = flat.logdensity_fn
 
     def one_chain(key, state, knobs, adapt_state, start_iter, n_draws, thin):
@@ -127,18 +182,20 @@ def build_chunk_fn(
             return (st, kn, ad), info
 
         info_struct = jax.eval_shape(transition, start_iter, (state, knobs, adapt_state))[1]
+        lp_dtype = state.position.dtype  # the log density is stored in the positions' dtype
+        layout = _RowLayout(jax.ShapeDtypeStruct((), lp_dtype), info_struct)
+        own = [f for f in info_struct._fields if f not in layout.columns]  # non-scalar fields
         buf_pos = jnp.zeros((chunk_size,) + state.position.shape, state.position.dtype)
-        buf_lp = jnp.zeros((chunk_size,), state.position.dtype)
-        buf_info = jax.tree_util.tree_map(
-            lambda s: jnp.zeros((chunk_size,) + s.shape, s.dtype), info_struct
-        )
+        buf_row = jnp.zeros((chunk_size, len(layout.packed)), layout.dtype)
+        buf_own = {f: jnp.zeros((chunk_size,) + getattr(info_struct, f).shape,
+                                getattr(info_struct, f).dtype) for f in own}
         zero_grad = jnp.zeros(info_struct.n_grad.shape, info_struct.n_grad.dtype)
 
         # One flat loop over the chunk's n_draws * thin transitions (a nested thin loop costs
         # ~10% on small posteriors). Transition j writes row j // thin, so the last transition
         # of each thinning group is the one kept; n_grad and diverging accumulate over it.
         def body(j, carry):
-            chain, bpos, blp, binfo, n_grad, div = carry
+            chain, bpos, brow, bown, n_grad, div = carry
             chain, info = transition(start_iter + j, chain)
             first = j % thin == 0
             n_grad = jnp.where(first, zero_grad, n_grad) + info.n_grad
@@ -146,15 +203,18 @@ def build_chunk_fn(
             info = info._replace(n_grad=n_grad, diverging=div)
             i = j // thin
             st = chain[0]
+            values = dict(zip(info._fields, info), _lp=st.logdensity.astype(lp_dtype))
             bpos = bpos.at[i].set(st.position)
-            blp = blp.at[i].set(st.logdensity)
-            binfo = jax.tree_util.tree_map(lambda b, v: b.at[i].set(v), binfo, info)
-            return chain, bpos, blp, binfo, n_grad, div
+            brow = brow.at[i].set(layout.pack(values))
+            bown = {f: b.at[i].set(values[f]) for f, b in bown.items()}
+            return chain, bpos, brow, bown, n_grad, div
 
-        init = ((state, knobs, adapt_state), buf_pos, buf_lp, buf_info, zero_grad,
+        init = ((state, knobs, adapt_state), buf_pos, buf_row, buf_own, zero_grad,
                 jnp.zeros((), bool))
-        chain, bpos, blp, binfo, _, _ = jax.lax.fori_loop(0, n_draws * thin, body, init)
-        return chain[0], chain[1], chain[2], bpos, blp, binfo
+        chain, bpos, brow, bown, _, _ = jax.lax.fori_loop(0, n_draws * thin, body, init)
+        info = layout.info_type(*[bown[f] if f in bown else layout.unpack(brow, f)
+                                  for f in layout.fields])
+        return chain[0], chain[1], chain[2], bpos, layout.unpack(brow, "_lp"), info
 
     return jax.vmap(one_chain, in_axes=(0, 0, 0, 0, None, None, None))
 
@@ -294,7 +354,9 @@ def _record(index, phase, start_iter, n, thin, knobs, next_knobs, out, wall, tun
         "index": np.asarray(index), "phase": np.asarray(phase),
         "start_iter": np.asarray(start_iter), "n_draws": np.asarray(n), "thin": np.asarray(thin),
         "wall_s": np.asarray(wall),
-        "positions": np.asarray(pos)[:, :n], "lp": np.asarray(lp)[:, :n],
+        # copies, not views: a view of the first n rows would keep the whole chunk buffer
+        # alive for every chunk a MemoryStore holds
+        "positions": np.array(np.asarray(pos)[:, :n]), "lp": np.array(np.asarray(lp)[:, :n]),
     }
     # A tuner with `chunk_history()` saves its state without history, plus this chunk's own
     # history entries: the full history is rebuilt from the chunks (`_tuner_history`).
@@ -304,7 +366,7 @@ def _record(index, phase, start_iter, n, thin, knobs, next_knobs, out, wall, tun
     else:
         rec["tuner_state"] = np.asarray(json.dumps(tuner.state_dict()))
     for f, v in zip(info._fields, info):
-        rec[f"info.{f}"] = np.asarray(v)[:, :n]
+        rec[f"info.{f}"] = np.array(np.asarray(v)[:, :n])
     for f, v in zip(new_states._fields, new_states):
         rec[f"state.{f}"] = np.asarray(v)
     for f, v in zip(knobs._fields, knobs):
@@ -359,8 +421,12 @@ def _execute(run: _Run, states, adapt_state, next_iter: int, chunk_index: int,
     bar = _progress_bar(spec, next_iter, progress)
     pace = None  # seconds per transition, measured on the last chunk
     divergences = 0
+    # gradients per chain so far, for the max_grad stop (a fixed leapfrog budget)
+    grads = sum(float(np.sum(rec["info.n_grad"])) for rec in run.store.chunks()) \
+        / spec.chains if spec.max_grad and next_iter else 0.0
     try:
-        while next_iter < spec.total_iterations:
+        while next_iter < spec.total_iterations and not (spec.max_grad
+                                                          and grads >= spec.max_grad):
             limit = _chunk_length(spec, run.tuner.chunk_draws(knobs, spec.chunk_size), pace)
             if next_iter < spec.warmup:
                 phase, thin = WARMUP, 1
@@ -375,13 +441,17 @@ def _execute(run: _Run, states, adapt_state, next_iter: int, chunk_index: int,
             pace = wall / (n * thin)
             chunk_view = {"phase": phase, "positions": out[3][:, :n], "lp": out[4][:, :n],
                           "info": jax.tree_util.tree_map(lambda a: a[:, :n], out[5])}
+            t1 = time.perf_counter()
             next_knobs = run.tuner.after_chunk(out[1], chunk_view)
+            # the tuner's host work (rewards, GP, acquisition) counts in the chunk's seconds
+            wall += time.perf_counter() - t1
             rec = _record(chunk_index, phase, next_iter, n, thin, knobs, next_knobs,
                           out, wall, run.tuner)
             run.store.write_chunk(chunk_index, rec)
             states, knobs, adapt_state = out[0], next_knobs, out[2]
             next_iter += n * thin
             chunk_index += 1
+            grads += float(np.sum(rec["info.n_grad"])) / spec.chains
             if bar is not None:
                 divergences += int(rec["info.diverging"].sum())
                 bar.set_postfix_str(
@@ -420,6 +490,9 @@ def _assemble(run: _Run, store, wall_total: float):
         for k, v in rec.items():
             if k.startswith("info."):
                 stats.setdefault(k[5:], []).append(v)
+    if not pos:
+        raise BomcmcError(f"the run has no sampling draws: max_grad={spec.max_grad} was "
+                          "reached during warm-up (raise max_grad or shorten the warm-up)")
     positions = np.concatenate(pos, axis=1)
     posterior = flat.split(positions)
     sample_stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
@@ -436,7 +509,7 @@ def _assemble(run: _Run, store, wall_total: float):
         "divergences": int(sample_stats["diverging"].sum()) if "diverging" in sample_stats else 0,
         "accept_mean": float(np.mean(sample_stats.get("acceptance_rate", np.nan))),
         "chains": spec.chains,
-        "draws": spec.draws,
+        "draws": int(sum(p.shape[1] for p in pos)) if pos else 0,
         "dim": flat.dim,
         "devices": 1 if run.sharding is None else len(run.sharding.mesh.devices.ravel()),
     }
@@ -542,6 +615,7 @@ def sample(
     tuner: Tuner | None = None,
     adapt: str | None | object = "auto",
     adapt_options: dict | None = None,
+    max_grad: int | None = None,
     **knobs,
 ) -> SampleResult:
     """Sample a posterior with all chains vmapped inside jitted chunks.
@@ -555,7 +629,9 @@ def sample(
     warm-up inside the compiled loop (the default for "nuts"; `adapt=None` turns it off). With `out=DIR`
     every finished chunk is written to DIR and the run can be continued after a crash with
     `resume(DIR)`. Chunks last about `chunk_seconds` each unless `chunk_size` fixes their
-    length; neither changes a single draw.
+    length; neither changes a single draw. `max_grad` fixes a leapfrog budget: the run stops
+    after the chunk in which the gradient evaluations per chain (warm-up included) reach it,
+    with however many draws that gave (`draws` is then an upper bound).
     """
     t_start = time.perf_counter()
     _preload_arviz()
@@ -575,6 +651,7 @@ def sample(
         knobs={k: _jsonable(v) for k, v in knobs.items()},
         adapt=adapt, adapt_options={k: _jsonable(v) for k, v in adapt_options.items()},
         tuner_options=None if tuner_options is None else _json_options(tuner_options),
+        max_grad=max_grad,
     )
     if spec.chunk_size == -1:
         dim = flatten(post, check_finite=False).dim
@@ -612,8 +689,9 @@ def _adaptation(sampler: str, warmup: int, adapt, options: dict | None, knobs: d
     no usable fixed step size) when there is a warm-up, and none for the others. A
     `target_accept` the sampler does not take as a knob goes to the adapter."""
     options = dict(options or {})
-    if adapt == "auto":
-        adapt = "window" if sampler == "nuts" and warmup > 0 else None
+    if adapt == "auto":  # a Sampler object may name its warm-up (`default_adapt`)
+        wanted = "window" if sampler == "nuts" else getattr(sampler, "default_adapt", None)
+        adapt = wanted if warmup > 0 else None
     if adapt == "none":
         adapt = None
     if "target_accept" in knobs and sampler != "nuts":
