@@ -1,7 +1,7 @@
 """The `bomcmc` command line (argparse).
 
     bomcmc posteriors
-    bomcmc sample --posterior NAME [--sampler hmc|nuts|ahmc] [--step-size E] [--steps L]
+    bomcmc sample --posterior NAME [--sampler hmc|nuts|ahmc|bo2] [--step-size E] [--steps L]
                   [--random-steps]
                   [--adapt window|none] [--target-accept P] [--dense-mass] [--max-tree-depth D]
                   [--eps-bounds A B] [--steps-bounds A B] [--reward esjd|ess|acf]
@@ -11,6 +11,9 @@
                   [--init-jitter X] [--json]
     bomcmc resume DIR [--no-progress] [--json]
     bomcmc summary DIR [--json]
+    bomcmc bnn fit DATA.csv --target COLS --out DIR [...]   (cli_bnn.py)
+    bomcmc bnn predict DIR NEW.csv [--out PRED.csv]
+    bomcmc demo [--budget small|default|paper] [--out DIR] [--json]
 
 These forms are a stable contract. Every failure is one line on stderr,
 `bomcmc: error: <message>`, with exit status 2 for bad usage or input (1 for an internal
@@ -175,6 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "an ahmc run, reward_surface.png and reward_slice.png).")
     m.add_argument("dir", metavar="DIR", help="run directory")
     m.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    from . import cli_bnn
+
+    cli_bnn.add_parsers(sub, {"positive_int": positive_int, "nonneg_int": nonneg_int,
+                              "positive_float": positive_float, "probability": probability,
+                              "parser_class": _Parser})
     return p
 
 
@@ -334,6 +343,8 @@ COMMANDS = {
     "sample": _cmd_sample,
     "resume": _cmd_resume,
     "summary": _cmd_summary,
+    "bnn": lambda args: __import__("bomcmc.cli_bnn", fromlist=["cmd_bnn"]).cmd_bnn(args),
+    "demo": lambda args: __import__("bomcmc.cli_bnn", fromlist=["cmd_demo"]).cmd_demo(args),
 }
 
 

@@ -1,0 +1,297 @@
+"""Cross-validation networks (models/bnn_cv.py), the adaptive Gibbs sampler
+(samplers/ahmc_gibbs.py), the leapfrog budget (sample(max_grad=...)), the estimator
+(bnn_estimator.py) and the network commands (cli_bnn.py)."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import numpy as np
+import pytest
+from stats import bonferroni_sigma, moment_z_scores
+from test_bnn import _data, _exact_linear_posterior, _random_position
+
+import bomcmc
+from bomcmc.bnn_estimator import BayesianMLPRegressor
+from bomcmc.cli import main
+from bomcmc.errors import BomcmcError
+from bomcmc.models.bnn import BNN
+from bomcmc.models.bnn_cv import CVModel, cv_reward, fold_masks
+from bomcmc.samplers.ahmc_gibbs import ahmc_gibbs_sampler
+
+MODELS = [  # (likelihood, hidden, prior, noise)
+    ("real", (3,), "ih 1:2:3 bh 1:2 ho x1:2 bo 1", "0.5:2:3"),  # ARD, per-output noise
+    ("real", (3,), "ih 1:2 bh 1:2 ho 1:2:4 bo 1", "0.5:2::5"),  # t weights, t noise
+    ("binary", (3,), "ih 1:2 bh 1:2 ho 1:2 bo 1", None),
+    ("class", (3,), "ih 1:2 bh 1:2 ho 1:2 bo 1", None),
+]
+
+
+def _model(likelihood, hidden, prior, noise, n=12, mask=None):
+    X, y = _data(n=n, n_in=2, n_out=2 if likelihood == "real" else 1, seed=1)
+    if likelihood == "binary":
+        y = (y[:, :1] > 0).astype(float)
+    elif likelihood == "class":
+        y = np.digitize(y[:, 0], [-0.5, 0.5])
+    if mask is not None:
+        X, y = X[mask], y[mask]
+    return BNN(X, y, hidden=hidden, prior=prior, likelihood=likelihood, noise=noise,
+               n_out=3 if likelihood == "class" else None)
+
+
+@pytest.mark.parametrize("spec", MODELS, ids=[m[0] + str(i) for i, m in enumerate(MODELS)])
+def test_a_masked_network_is_the_network_on_the_kept_cases(spec):
+    """BNN.with_mask(m) equals the BNN built on the cases where m = 1: log density, its
+    gradient, the Gibbs conditionals (the same key gives the same draws) and the curvature."""
+    mask = np.zeros(12, bool)
+    mask[[0, 2, 3, 5, 8, 9, 11]] = True
+    full = _model(*spec)
+    sub = _model(*spec, mask=mask)
+    masked = full.with_mask(mask.astype(float))
+    pos = _random_position(full, jax.random.PRNGKey(3))
+    np.testing.assert_allclose(masked.logdensity(pos), sub.logdensity(pos), rtol=1e-10)
+    g1, g2 = jax.grad(masked.logdensity)(pos), jax.grad(sub.logdensity)(pos)
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12),
+                           g1, g2)
+    key = jax.random.PRNGKey(5)
+    if full.noise_group is None or full.noise_group.a2 == float("inf"):
+        d1, d2 = masked.gibbs(key, pos), sub.gibbs(key, pos)
+        jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-8), d1, d2)
+    else:  # t noise: per-case auxiliaries, a different number of variates; compare draws
+        keys = jax.random.split(key, 4000)
+        a = jax.vmap(lambda k: masked.gibbs(k, pos)["log_tau"])(keys)
+        b = jax.vmap(lambda k: sub.gibbs(k, pos)["log_tau"])(jax.random.split(keys[0], 4000))
+        for name in a:
+            x, z = np.asarray(a[name]), np.asarray(b[name])
+            se = np.sqrt(x.var(0) / len(x) + z.var(0) / len(z))
+            assert np.all(np.abs(x.mean(0) - z.mean(0)) < bonferroni_sigma(2 * x[0].size) * se)
+    c1, c2 = masked.curvature(pos), sub.curvature(pos)
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9), c1, c2)
+
+
+def test_fold_masks_partition_the_cases():
+    m = fold_masks(10, 3)
+    assert m.shape == (3, 10)
+    held = 1 - m
+    np.testing.assert_array_equal(held.sum(axis=0), np.ones(10))  # each case held out once
+    assert list(held.sum(axis=1)) == [4, 3, 3]
+    with pytest.raises(BomcmcError, match="folds"):
+        fold_masks(10, 1)
+    with pytest.raises(BomcmcError, match="at least 11"):
+        fold_masks(10, 11)
+
+
+def test_cv_model_is_k_independent_fold_networks():
+    """The joint log density is the sum of the fold networks' log densities on their training
+    cases; ravel/unravel round-trip; the held-out error equals a brute-force loop."""
+    spec = MODELS[0]
+    full = _model(*spec)
+    cv = CVModel(full, folds=3)
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    parts = [_random_position(full, k) for k in keys]
+    tree = cv.stack(parts)
+    flat = cv.ravel(tree)
+    assert flat.shape == (cv.dim,) and cv.dim == 3 * full.dim
+    jax.tree_util.tree_map(np.testing.assert_array_equal, cv.unravel(flat), tree)
+    expected = sum(float(_model(*spec, mask=cv.masks[k] > 0).logdensity(parts[k]))
+                   for k in range(3))
+    np.testing.assert_allclose(cv.logdensity(tree), expected, rtol=1e-10)
+    np.testing.assert_allclose(cv.fold_positions(flat[None])[0],
+                               np.stack([full.ravel(p) for p in parts]), rtol=1e-12)
+    # held-out error of 5 draws, by hand
+    draws = np.stack([np.asarray(cv.ravel(cv.stack(
+        [_random_position(full, jax.random.PRNGKey(10 * s + k)) for k in range(3)])))
+        for s in range(5)])
+    err = cv.heldout_error_fn(batch=2)(draws)
+    for k in range(3):
+        held = cv.masks[k] == 0
+        f = np.mean([np.asarray(full.apply({g: v[k] for g, v in cv.unravel(d)["w"].items()},
+                                           full.X)) for d in draws], axis=0)
+        want = np.mean(np.sum((f[held] - full.y[held]) ** 2, axis=1))
+        np.testing.assert_allclose(err[k], want, rtol=1e-8)
+    reward = cv_reward(cv)({"positions": draws[None]})
+    np.testing.assert_allclose(reward, 1 / np.mean(err), rtol=1e-10)
+
+
+def test_adaptive_gibbs_on_cv_folds_matches_each_folds_exact_posterior():
+    """AHMC-Gibbs on a 2-fold CV model of a hierarchical linear regression, adapting (η, L) on
+    the CV reward throughout: every fold's log-precisions and weights have the exact moments
+    of that fold's posterior (quadrature, test_bnn._exact_linear_posterior) within the
+    Bonferroni bound of MCSE units (family-wise error 1e-3)."""
+    X, y = _data(n=12, n_in=2, seed=4)
+    m = BNN(X, y, hidden=(), prior="io 1:3 bo 1", noise="0.5:4")
+    cv = CVModel(m, folds=2)
+    res = bomcmc.sample(cv.posterior(), sampler=ahmc_gibbs_sampler(cv), chains=4, draws=2500,
+                        warmup=200, seed=3, progress=False, adapt=None,
+                        eps_bounds=(0.05, 1.0), steps_bounds=(1, 12), budget=120)
+    tuning = res.idata.tuning
+    assert tuning.sizes["step"] > 50 and len(set(np.asarray(tuning["L"]).tolist())) > 1
+    post = res.idata.posterior
+    exact = [_exact_linear_posterior(BNN(X[cv.masks[k] > 0], y[cv.masks[k] > 0], hidden=(),
+                                         prior="io 1:3 bo 1", noise="0.5:4"),
+                                     X[cv.masks[k] > 0], y[cv.masks[k] > 0]) for k in range(2)]
+    n_cmp = 2 * 2 * sum(v[0].size for v in exact[0].values())
+    bound = bonferroni_sigma(n_cmp)
+    for k in range(2):
+        for name, (mean, var) in exact[k].items():
+            draws = np.asarray(post[name].values)[:, :, k].reshape(4, 2500, -1)
+            z_mean, z_var = moment_z_scores(draws, mean, var)
+            assert np.all(np.abs(z_mean) < bound), (k, name, z_mean)
+            assert np.all(np.abs(z_var) < bound), (k, name, z_var)
+
+
+def test_max_grad_stops_at_the_budget_and_resumes_exactly(tmp_path):
+    X, y = _data(n=8, n_in=2, seed=4)
+    m = BNN(X, y, hidden=(), prior="io 1:3 bo 1", noise="0.5:4")
+    kw = dict(sampler=ahmc_gibbs_sampler(m), chains=2, draws=10_000, warmup=0, seed=1,
+              progress=False, adapt=None, eps_bounds=(0.05, 1.0), steps_bounds=(2, 10),
+              budget=50, max_grad=2000)
+    full = bomcmc.sample(m.posterior(), **kw)
+    per_chain = full.totals["n_grad"] / 2
+    assert 2000 <= per_chain < 2000 + 2 * 11 * 50  # stops within one super-transition
+    assert full.totals["draws"] == full.idata.posterior.sizes["draw"] < 10_000
+    # interrupt after a few chunks: a store whose last chunks are removed, then resume
+    out = tmp_path / "run"
+    bomcmc.sample(m.posterior(), out=out, **kw)
+    chunks = sorted((out / "chunks").glob("*.npz"))
+    for c in chunks[len(chunks) // 2:]:
+        c.unlink()
+    (out / "idata.nc").unlink()
+    (out / "run.json").unlink(missing_ok=True)
+    again = bomcmc.resume(out, m.posterior(), sampler=ahmc_gibbs_sampler(m), progress=False)
+    for name in full.idata.posterior.data_vars:
+        np.testing.assert_array_equal(again.idata.posterior[name], full.idata.posterior[name])
+    with pytest.raises(BomcmcError, match="max_grad"):
+        bomcmc.sample(m.posterior(), **{**kw, "max_grad": 0})
+
+
+def test_adaptive_gibbs_options_are_checked():
+    X, y = _data(n=8, n_in=2, seed=4)
+    m = BNN(X, y, hidden=(), prior="io 1:3 bo 1", noise="0.5:4")
+    base = dict(chains=1, draws=5, warmup=0, progress=False, adapt=None)
+    with pytest.raises(BomcmcError, match="reward 'cv' needs"):
+        bomcmc.sample(m.posterior(), sampler=ahmc_gibbs_sampler(m), reward="cv", **base)
+    with pytest.raises(BomcmcError, match="eps_bounds"):
+        bomcmc.sample(m.posterior(), sampler=ahmc_gibbs_sampler(m), eps_bounds=(1, 0.1), **base)
+    with pytest.raises(BomcmcError, match="budget"):
+        bomcmc.sample(m.posterior(), sampler=ahmc_gibbs_sampler(m), budget=0, **base)
+    with pytest.raises(BomcmcError, match="adapt=None"):
+        bomcmc.sample(m.posterior(), sampler=ahmc_gibbs_sampler(m),
+                      **{**base, "adapt": "window", "warmup": 10})
+
+
+# ---------------------------------------------------------------------------------------
+# The estimator and the CLI
+# ---------------------------------------------------------------------------------------
+def _sine(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, 1))
+    return X, np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+@pytest.mark.parametrize("sampler", ["ahmc-cv", "neal"])
+def test_regressor_fits_predicts_and_reloads(tmp_path, sampler):
+    """A small budget still learns sin(2x) far below the variance of y; predictions from the
+    saved directory equal the fitted object's."""
+    X, y = _sine()
+    reg = BayesianMLPRegressor(hidden=(8,), sampler=sampler, folds=4, super_transitions=15,
+                               budget=400, steps_bounds=(5, 50), steps=20, pretrain_steps=500,
+                               progress=False, out=tmp_path / "fit")
+    assert reg.fit(X, y) is reg
+    mean, std = reg.predict(X, return_std=True)
+    assert mean.shape == (40,) and std.shape == (40,) and np.all(std > 0)
+    assert reg.score(X, y) < 0.1 * np.var(y)
+    assert reg.n_grad_ >= 15 * 400
+    loaded = BayesianMLPRegressor.load(tmp_path / "fit")
+    np.testing.assert_allclose(loaded.predict(X), mean, rtol=1e-6)
+    with pytest.raises(BomcmcError, match="columns"):
+        reg.predict(np.zeros((3, 2)))
+    with pytest.raises(BomcmcError, match="not fitted"):
+        BayesianMLPRegressor().predict(X)
+    with pytest.raises(BomcmcError, match="sampler must be"):
+        BayesianMLPRegressor(sampler="bogus").fit(X, y)
+
+
+def test_bnn_cli_fit_and_predict(tmp_path, capsys):
+    X, y = _sine(30, seed=2)
+    data = tmp_path / "train.csv"
+    data.write_text("x,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(X[:, 0], y)))
+    out = tmp_path / "fit"
+    args = ["bnn", "fit", str(data), "--target", "y", "--out", str(out), "--hidden", "6",
+            "--folds", "3", "--super-transitions", "6", "--budget", "300", "--steps-bounds",
+            "5", "40", "--pretrain-steps", "300", "--no-progress", "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["inputs"] == ["x"] and summary["target"] == ["y"]
+    assert main(args) == 2  # exists: needs --overwrite
+    assert "already holds a fit" in capsys.readouterr().err
+    new = tmp_path / "new.csv"
+    new.write_text("x\n0.5\n-1.0\n")
+    pred = tmp_path / "pred.csv"
+    assert main(["bnn", "predict", str(out), str(new), "--out", str(pred)]) == 0
+    lines = pred.read_text().splitlines()
+    assert lines[0] == "y_mean,y_sd" and len(lines) == 3
+    # one-line errors
+    assert main(["bnn", "fit", str(data), "--target", "nope", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no column 'nope'" in err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("x,y\n1.0,2.0\n3.0\n")
+    assert main(["bnn", "fit", str(bad), "--target", "y", "--out", str(tmp_path / "o")]) == 2
+    assert "line 3" in capsys.readouterr().err
+    nan = tmp_path / "nan.csv"
+    nan.write_text("x,y\n1.0,nan\n2.0,1.0\n")
+    assert main(["bnn", "fit", str(nan), "--target", "y", "--out", str(tmp_path / "o")]) == 2
+    assert "NaN" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "bnn.json").exists()
+    assert main(["bnn", "predict", str(tmp_path), str(new)]) == 2
+    assert "not a finished" in capsys.readouterr().err
+
+
+def test_demo_small_budget_runs_and_learns(tmp_path, capsys):
+    """`bomcmc demo --budget small --json`: the keys the README promises, a test error near
+    the noise floor (0.00438; Neal's HMC reached 0.00554 at 120x this budget), the files."""
+    out = tmp_path / "demo"
+    assert main(["demo", "--budget", "small", "--out", str(out), "--no-progress",
+                 "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert {"test_error", "noise_floor", "n_grad", "wall_s"} <= set(s)
+    assert abs(s["noise_floor"] - 0.00438) < 5e-5
+    assert s["noise_floor"] < s["test_error"] < 0.0065
+    assert s["n_grad"] >= 20 * 2000
+    for f in ("summary.json", "predictions.png", "reward_surface.png", "run/idata.nc"):
+        assert (out / f).exists(), f
+    assert main(["demo", "--budget", "small", "--out", str(out), "--no-progress"]) == 2
+    assert "already holds a demo run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("likelihood", ["class", "binary"])
+def test_fold_vote_is_the_majority_of_the_fold_networks(likelihood):
+    """Seed 000 §4.2: each fold network classifies by its draw-averaged probabilities; the
+    vote is the most common label (ties to the lower class) — against a loop by hand."""
+    from bomcmc.models.bnn_cv import fold_vote
+
+    spec = next(m for m in MODELS if m[0] == likelihood)
+    full = _model(*spec)
+    cv = CVModel(full, folds=4)
+    draws = np.stack([np.asarray(cv.ravel(cv.stack(
+        [_random_position(full, jax.random.PRNGKey(7 * s + k), scale=2.0) for k in range(4)])))
+        for s in range(6)])
+    out = fold_vote(cv, draws, full.X)
+    for k in range(4):
+        f = np.stack([np.asarray(full.apply({g: v[k] for g, v in cv.unravel(d)["w"].items()},
+                                            full.X)) for d in draws])
+        if likelihood == "class":
+            p = np.exp(f - f.max(-1, keepdims=True))
+            p = (p / p.sum(-1, keepdims=True)).mean(0)
+            np.testing.assert_array_equal(out["votes"][k], p.argmax(-1))
+        else:
+            np.testing.assert_array_equal(out["votes"][k], (1 / (1 + np.exp(-f))).mean(0)[:, 0]
+                                          > 0.5)
+    for i in range(full.n):
+        labels = list(out["votes"][:, i])
+        best = max(sorted(set(labels)), key=labels.count)  # most common, lower class on ties
+        assert out["pred"][i] == best
+        assert out["vote_fraction"][i] == labels.count(best) / 4
+    assert len(set(out["pred"].tolist())) > 1  # the case is not trivial
