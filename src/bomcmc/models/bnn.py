@@ -225,6 +225,15 @@ def _draw_upper(key, requests: list):
     return out
 
 
+def unravel_leaves(flat, shapes, sizes, treedef):
+    """Split a flat vector into leaves of the given shapes (in order) and rebuild the pytree."""
+    parts, i = [], 0
+    for shape, size in zip(shapes, sizes):
+        parts.append(flat[i:i + size].reshape(shape))
+        i += size
+    return jax.tree_util.tree_unflatten(treedef, parts)
+
+
 class BNN:
     """A multi-layer perceptron with a (hierarchical) prior and a likelihood, on data (X, y).
 
@@ -394,11 +403,7 @@ class BNN:
     # -- flat <-> pytree ------------------------------------------------------------------
     def unravel(self, flat):
         """Flat vector (ravel_pytree order) -> position pytree, keeping the dtype."""
-        parts, i = [], 0
-        for shape, size in zip(self._shapes, self._sizes):
-            parts.append(flat[i:i + size].reshape(shape))
-            i += size
-        return jax.tree_util.tree_unflatten(self._treedef, parts)
+        return unravel_leaves(flat, self._shapes, self._sizes, self._treedef)
 
     def ravel(self, tree):
         leaves = jax.tree_util.tree_leaves(tree)

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import BomcmcError
 from ..posterior import Posterior
+from .bnn import unravel_leaves
 
 
 def fold_masks(n: int, folds: int) -> np.ndarray:
@@ -74,11 +75,7 @@ class CVModel:
 
     # -- flat <-> pytree (leaves (K, ...), in the base model's leaf order) ---------------
     def unravel(self, flat):
-        parts, i = [], 0
-        for shape, size in zip(self._shapes, self._sizes):
-            parts.append(flat[i:i + size].reshape(shape))
-            i += size
-        return jax.tree_util.tree_unflatten(self._treedef, parts)
+        return unravel_leaves(flat, self._shapes, self._sizes, self._treedef)
 
     def ravel(self, tree):
         return jnp.concatenate([jnp.ravel(x) for x in jax.tree_util.tree_leaves(tree)])

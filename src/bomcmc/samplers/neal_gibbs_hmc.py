@@ -53,6 +53,24 @@ class NealKnobs(NamedTuple):
     sample_noise: jax.Array  # bool: Gibbs-update the noise precisions
 
 
+def gibbs_then_condition(model, key, x0, knobs, logdensity_fn):
+    """The Gibbs half of a Gibbs-within-MCMC transition (seed 004 §3.4): draw every stored
+    precision given the weights, then return the weights' conditional given them —
+    (log-precisions, weights, log p(w | τ, data) as a function, its value and gradient at the
+    weights, Neal's inverse curvature 1/c as the metric (SPECS §E.3))."""
+    dtype = x0.dtype
+    tree = model.gibbs(key, model.unravel(x0), knobs.sample_sigmas, knobs.sample_noise)
+    x = model.ravel(tree).astype(dtype)
+    hyper, w0 = x[:model.n_hyper], x[model.n_hyper:]
+
+    def cond_logdensity(w):
+        return logdensity_fn(jnp.concatenate([hyper, w]))
+
+    logp, grad = jax.value_and_grad(cond_logdensity)(w0)
+    inv_mass = 1.0 / model_curvature_flat(model, tree).astype(dtype)
+    return hyper, w0, cond_logdensity, logp, grad, inv_mass
+
+
 def neal_step_sizes(model, position_tree, eta):
     """Flat per-weight step sizes ε = η / √c (c = `model.curvature`), in weight order."""
     return eta / jnp.sqrt(model_curvature_flat(model, position_tree))
@@ -71,18 +89,9 @@ def neal_sampler(model, name: str = "neal") -> Sampler:
         k_gibbs, k_p, k_u = jax.random.split(key, 3)
         x0 = state.position
         dtype = x0.dtype
-        # 1. Gibbs draws of the precisions given the weights
-        tree = model.unravel(x0)
-        tree = model.gibbs(k_gibbs, tree, knobs.sample_sigmas, knobs.sample_noise)
-        x = model.ravel(tree).astype(dtype)
-        hyper, w0 = x[:n_hyper], x[n_hyper:]
-
-        def cond_logdensity(w):
-            return logdensity_fn(jnp.concatenate([hyper, w]))
-
-        logp, grad = jax.value_and_grad(cond_logdensity)(w0)
-        # 2. Neal's step sizes from the new precisions: ε_i = η·c_i^{-1/2}
-        inv_mass = 1.0 / model_curvature_flat(model, tree).astype(dtype)
+        # 1–2. Gibbs draws of the precisions; Neal's step sizes ε_i = η·c_i^{-1/2} from them
+        hyper, w0, cond_logdensity, logp, grad, inv_mass = gibbs_then_condition(
+            model, k_gibbs, x0, knobs, logdensity_fn)
         eta = jnp.asarray(knobs.step_size, dtype)
         # 3. HMC on the weights
         u_accept, u_steps = jax.random.uniform(k_u, (2,), dtype)

@@ -58,7 +58,7 @@ from ..tuning import register_adapter
 from ..tuning.base import Adapter
 from . import nuts
 from .base import Sampler, as_float
-from .neal_gibbs_hmc import model_curvature_flat
+from .neal_gibbs_hmc import gibbs_then_condition
 
 DEFAULT_STEP_SIZE = 0.2  # η: a multiplier of Neal's step sizes (FBM's recipes use 0.1–0.5)
 ADAPTER_NAME = "dual_averaging"
@@ -114,17 +114,9 @@ def nuts_gibbs_sampler(model, name: str = "nuts_gibbs") -> NUTSGibbsSampler:
         k_gibbs, k_nuts = jax.random.split(key)
         x0 = state.position
         dtype = x0.dtype
-        # 1. Gibbs draws of the precisions given the weights
-        tree = model.gibbs(k_gibbs, model.unravel(x0), knobs.sample_sigmas, knobs.sample_noise)
-        x = model.ravel(tree).astype(dtype)
-        hyper, w0 = x[:n_hyper], x[n_hyper:]
-
-        def cond_logdensity(w):
-            return logdensity_fn(jnp.concatenate([hyper, w]))
-
-        logp, grad = jax.value_and_grad(cond_logdensity)(w0)
-        # 2. Neal's scales from the new precisions as the metric: M⁻¹ = 1/c
-        inv_mass = 1.0 / model_curvature_flat(model, tree).astype(dtype)
+        # 1–2. Gibbs draws of the precisions; Neal's scales from them as the metric M⁻¹ = 1/c
+        hyper, w0, cond_logdensity, logp, grad, inv_mass = gibbs_then_condition(
+            model, k_gibbs, x0, knobs, logdensity_fn)
         # 3. one NUTS transition on p(w | τ, data)
         nuts_knobs = nuts.NUTSKnobs(
             step_size=jnp.asarray(knobs.step_size, dtype),
