@@ -338,13 +338,19 @@ def _cmd_summary(args) -> int:
     return 0
 
 
+def _cli_bnn():
+    from . import cli_bnn
+
+    return cli_bnn
+
+
 COMMANDS = {
     "posteriors": _cmd_posteriors,
     "sample": _cmd_sample,
     "resume": _cmd_resume,
     "summary": _cmd_summary,
-    "bnn": lambda args: __import__("bomcmc.cli_bnn", fromlist=["cmd_bnn"]).cmd_bnn(args),
-    "demo": lambda args: __import__("bomcmc.cli_bnn", fromlist=["cmd_demo"]).cmd_demo(args),
+    "bnn": lambda args: _cli_bnn().cmd_bnn(args),
+    "demo": lambda args: _cli_bnn().cmd_demo(args),
 }
 
 
