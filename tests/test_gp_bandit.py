@@ -64,6 +64,63 @@ def test_gp_state_round_trip_is_exact():
         np.testing.assert_array_equal(a, b)
 
 
+def test_point_predictor_and_its_gradient_match_predict_and_finite_differences():
+    rng = np.random.default_rng(4)
+    ell = np.array([0.6, 19.8])
+    gp = GaussianProcess(ell)
+    for _ in range(40):
+        gp.add([rng.uniform(-4.6, -1.6), float(rng.integers(1, 101))], rng.normal())
+    gp.add(gp.X[3], 0.5)  # a repeat: unequal noise on the diagonal
+    Xs = np.vstack([np.column_stack([rng.uniform(-4.6, -1.6, 15), rng.uniform(1, 100, 15)]),
+                    gp.X[:3]])
+    mean, var = gp.predict(Xs)
+    pred, pred_grad = gp.point_predictor(), gp.point_predictor(grad=True)
+    for x, m, v in zip(Xs, mean, var):
+        for out in (pred(x), pred(x.copy()), pred_grad(x)[:2]):  # second call: from the cache
+            assert out[0] == pytest.approx(m, rel=1e-9, abs=1e-9)
+            assert out[1] == pytest.approx(v, rel=1e-7, abs=1e-9)
+        _, _, dm, dv = pred_grad(x)
+        h = 1e-6 * ell
+        for d in range(2):
+            step = np.eye(2)[d] * h[d]
+            (mp, mm), (vp, vm) = gp.predict(np.stack([x + step, x - step]))
+            assert dm[d] == pytest.approx((mp - mm) / (2 * h[d]), rel=1e-5, abs=1e-7)
+            assert dv[d] == pytest.approx((vp - vm) / (2 * h[d]), rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("kind", ["ucb", "ei"])
+def test_acquisition_value_and_gradient(kind):
+    """The tuner's scalar acquisition equals acquisition.ucb / expected_improvement on the
+    GP's predict, and its gradient (the polish's) matches central differences."""
+    rng = np.random.default_rng(5)
+    tuner = GPBanditTuner(eps_bounds=(0.01, 0.2), acquisition=kind)
+    tuner.gp, tuner.i = tuner._make_gp(), 30
+    for _ in range(30):
+        x = tuner.lower + (tuner.upper - tuner.lower) * rng.uniform(size=2)
+        r = 1.0 + math.sin(2 * x[0]) * math.cos(x[1] / 25) + 0.1 * rng.normal()
+        tuner.gp.add(x, r)
+        tuner.max_reward = max(tuner.max_reward or r, r)
+    p, s = 0.4, tuner.scale()
+    u, u_grad = tuner.acquisition_fn(p), tuner.acquisition_fn(p, grad=True)
+    beta = schedules.beta(tuner.gp.n_obs, d=2, delta=0.1)
+    best = s * float(np.max(tuner.gp.predict(tuner.gp.X)[0]))
+    for _ in range(10):
+        x = tuner.lower + (tuner.upper - tuner.lower) * rng.uniform(size=2)
+        m, v = tuner.gp.predict(x[None])
+        if kind == "ucb":
+            ref = float(acquisition.ucb(m[0], np.sqrt(v[0]), s, p, beta))
+        else:
+            ref = float(acquisition.expected_improvement(s * m[0], np.sqrt(v[0]), best))
+        val, g = u_grad(x)
+        assert u(x) == pytest.approx(ref, rel=1e-8, abs=1e-10)
+        assert val == pytest.approx(ref, rel=1e-8, abs=1e-10)
+        h = 1e-6 * (tuner.upper - tuner.lower)
+        for d in range(2):
+            step = np.eye(2)[d] * h[d]
+            fd = (u(x + step) - u(x - step)) / (2 * h[d])
+            assert g[d] == pytest.approx(fd, rel=1e-4, abs=1e-6)
+
+
 # ---------------------------------------------------------------------------------------
 # Schedules and β
 # ---------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -36,33 +37,54 @@ def expected_improvement(mean, std, best: float, xi: float = 0.01):
 
 
 def maximize(fn: Callable[[np.ndarray], float], lower, upper, maxfun: int = 200,
-             maxiter: int = 50, polish: bool = True,
-             polish_maxiter: int = 100) -> tuple[np.ndarray, float]:
+             maxiter: int = 50, polish: bool = True, polish_maxiter: int = 100,
+             value_and_grad: Callable | None = None) -> tuple[np.ndarray, float]:
     """argmax of fn over the box [lower, upper]: DIRECT, then L-BFGS-B (SPECS §A.3).
 
-    Dimensions with lower == upper are held fixed. Returns (x, fn(x))."""
+    `value_and_grad(x) -> (fn(x), ∇fn(x))`, when given, is the polish's objective (analytic
+    gradient; without it L-BFGS-B differences fn). Dimensions with lower == upper are held
+    fixed. Returns (x, fn(x))."""
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     free = upper > lower
-    x_full = lower.copy()
-
-    def embed(z):
-        x = x_full.copy()
-        x[free] = z
-        return x
-
     if not free.any():
-        return x_full, float(fn(x_full))
+        return lower.copy(), float(fn(lower))
+    if free.all():  # no embedding: DIRECT's points go straight to fn
+        embed = _identity
+    else:
+        x_full = lower.copy()
+
+        def embed(z):
+            x = x_full.copy()
+            x[free] = z
+            return x
 
     def neg(z):
         v = float(fn(embed(z)))
-        return -v if np.isfinite(v) else np.inf
+        return -v if math.isfinite(v) else math.inf
 
     bounds = list(zip(lower[free], upper[free]))
     res = direct(neg, bounds, maxfun=maxfun, maxiter=maxiter, locally_biased=False)
     z, val = np.asarray(res.x, dtype=float), float(res.fun)
     if polish:
-        pol = minimize(neg, z, method="L-BFGS-B", bounds=bounds,
+        if value_and_grad is None:
+            objective, jac = neg, None
+        else:
+            def objective(z):
+                v, g = value_and_grad(embed(z))
+                if not math.isfinite(v) or not np.all(np.isfinite(g)):
+                    return math.inf, np.zeros_like(z)
+                return -float(v), -np.asarray(g, dtype=float)[free]
+
+            jac = True
+        pol = minimize(objective, z, method="L-BFGS-B", jac=jac, bounds=bounds,
                        options={"maxiter": polish_maxiter})
         if np.isfinite(pol.fun) and pol.fun < val:
-            z, val = np.clip(pol.x, lower[free], upper[free]), float(pol.fun)
+            z_pol = np.clip(pol.x, lower[free], upper[free])
+            val_pol = neg(z_pol)  # fn's own value at the (clipped) point
+            if val_pol < val:
+                z, val = z_pol, val_pol
     return embed(z), -val
+
+
+def _identity(z):
+    return z

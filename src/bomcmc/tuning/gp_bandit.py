@@ -50,6 +50,14 @@ RESCALE = 4.0  # s = 4 / max reward (SPECS §A.2)
 SAMPLING = 1
 
 
+def _norm_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def _norm_pdf(z: float) -> float:
+    return math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+
+
 _BLAS = None
 
 
@@ -250,55 +258,65 @@ class GPBanditTuner:
         best = self.max_reward
         return RESCALE / best if best is not None and best > 0 else 1.0
 
-    def point_predictor(self):
-        """x ↦ (μ(x), σ²(x)) at one point, the GP's `predict` with its per-call overhead
-        taken out: L⁻¹ is formed once, so σ² = sf² − ‖L⁻¹k‖² is a matrix-vector product
-        (DIRECT and the polish call this some 250 times per proposal)."""
-        gp = self.gp
-        if not len(gp.X):
-            return lambda x: (0.0, gp.signal_var)
-        from scipy.linalg import solve_triangular
+    def acquisition_fn(self, p: float, grad: bool = False):
+        """γ ↦ u(γ) for the current GP and annealing weight p; with grad=True, γ ↦ (u, ∇u).
 
-        (c, lower), alpha = gp._factor()
-        l_inv = solve_triangular(c, np.eye(len(gp.X)), lower=lower, check_finite=False)
-        X, inv_ls, sf2 = gp.X, 1.0 / gp.lengthscales, gp.signal_var
-
-        def predict(x):
-            d = (X - np.asarray(x, dtype=float)) * inv_ls
-            k = sf2 * np.exp(-0.5 * np.einsum("ij,ij->i", d, d))
-            v = l_inv @ k
-            return float(k @ alpha), max(sf2 - float(v @ v), 0.0)
-
-        return predict
-
-    def acquisition_fn(self, p: float):
-        """γ ↦ u(γ) for the current GP and annealing weight p."""
-        from . import acquisition
-
+        Scalar arithmetic on the GP's one-point predictor (`GaussianProcess.point_predictor`),
+        the same formulas as `acquisition.ucb` / `acquisition.expected_improvement`:
+            UCB: u = s·μ + p·√β·σ,            ∇u = s∇μ + p√β ∇σ²/(2σ)
+            EI:  u = gΦ(Z) + σφ(Z), g = sμ − y* − ξ, Z = g/σ;  ∇u = Φ(Z) s∇μ + φ(Z) ∇σ
+        """
         s = self.scale()
-        predict = self.point_predictor()
+        predict = self.gp.point_predictor(grad=grad)
         if self.acquisition == "ucb":
-            b = schedules.beta(max(self.gp.n_obs, 1), d=2, delta=self.delta)
+            w = p * math.sqrt(schedules.beta(max(self.gp.n_obs, 1), d=2, delta=self.delta))
 
-            def u(x):
-                mean, var = predict(x)
-                return float(acquisition.ucb(mean, math.sqrt(var), s, p, b))
+            def value(mean, var):
+                return s * mean + w * math.sqrt(var)
+
+            def slope(mean, var):  # (∂u/∂μ, ∂u/∂σ)
+                return s, w
         else:
-            best = s * float(np.max(self.gp.predict(self.gp.X)[0]))
+            best = s * float(np.max(self.gp.predict(self.gp.X)[0])) + self.xi  # y* + ξ
 
+            def value(mean, var):
+                gain, sd = s * mean - best, math.sqrt(var)
+                if sd <= 0.0:
+                    return max(gain, 0.0)
+                z = gain / sd
+                return gain * _norm_cdf(z) + sd * _norm_pdf(z)
+
+            def slope(mean, var):
+                gain, sd = s * mean - best, math.sqrt(var)
+                if sd <= 0.0:
+                    return (s if gain > 0 else 0.0), 0.0
+                z = gain / sd
+                return s * _norm_cdf(z), _norm_pdf(z)
+
+        if not grad:
             def u(x):
-                mean, var = predict(x)
-                return float(acquisition.expected_improvement(s * mean, math.sqrt(var),
-                                                              best, self.xi))
-        return u
+                return value(*predict(np.asarray(x, dtype=float)))
+
+            return u
+
+        def u_and_grad(x):
+            mean, var, dmean, dvar = predict(np.asarray(x, dtype=float))
+            du_dmean, du_dsd = slope(mean, var)
+            sd = math.sqrt(var)
+            dsd = dvar / (2.0 * sd) if sd > 0.0 else np.zeros_like(dvar)
+            return value(mean, var), du_dmean * dmean + du_dsd * dsd
+
+        return u_and_grad
 
     def propose(self, p: float) -> tuple[float, int]:
-        """argmax_box u(γ) by DIRECT + L-BFGS-B, snapped to the box and an integer L."""
+        """argmax_box u(γ) by DIRECT + L-BFGS-B (analytic gradient), snapped to the box and
+        an integer L."""
         from . import acquisition
 
         with _one_blas_thread():
             x, _ = acquisition.maximize(self.acquisition_fn(p), self.lower, self.upper,
-                                        maxfun=self.maxfun, polish=self.polish)
+                                        maxfun=self.maxfun, polish=self.polish,
+                                        value_and_grad=self.acquisition_fn(p, grad=True))
         return self._snap(x)
 
     def incumbent(self) -> tuple[float, int]:
