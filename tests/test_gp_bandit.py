@@ -121,6 +121,14 @@ def test_acquisition_value_and_gradient(kind):
             assert g[d] == pytest.approx(fd, rel=1e-4, abs=1e-6)
 
 
+def test_coins_are_the_pcg64_stream_whatever_order_they_are_asked_in():
+    ref = np.random.Generator(np.random.PCG64(7)).random(50)
+    tuner = GPBanditTuner(seed=7)
+    assert [tuner.coin(i) for i in range(1, 51)] == ref.tolist()  # in order
+    fresh = GPBanditTuner(seed=7)  # as after a resume: straight to step 31, then on
+    assert [fresh.coin(i) for i in (31, 32, 5, 6)] == ref[[30, 31, 4, 5]].tolist()
+
+
 # ---------------------------------------------------------------------------------------
 # Schedules and β
 # ---------------------------------------------------------------------------------------

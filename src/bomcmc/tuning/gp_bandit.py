@@ -23,8 +23,9 @@ Decisions (docs/tuning.md):
   0.1 unless given: [10⁻³, 1]); L ∈ {1, …, 100}. First γ: the lower corner (SPECS §A.4).
 - budget=None: every chunk has chunk_size draws (the authors' ICML code: m HMC iterations
   per BO step, SPECS §A.4); budget=B: B // L draws (seed 000 §3.2 super-transitions).
-- The uniform of step i is drawn from numpy's PCG64 seeded with (seed, i) (counter-based),
-  so the state is JSON and a resumed run draws the same numbers.
+- The uniform of step i is the i-th draw of numpy's PCG64(seed), reached by an exact
+  `advance` after a resume (`coin`), so the state is JSON and a resumed run draws the same
+  numbers.
 
 Storage: the driver saves `state_dict(history=False)` and this chunk's `chunk_history()`
 with every chunk, rebuilds the full history on resume (`load_state_dict(state, history)`)
@@ -140,6 +141,7 @@ class GPBanditTuner:
         self.history: list[dict] = []
         self._flushed = 0  # history entries already handed to the driver (chunk_history)
         self._warned = False
+        self._coin_rng, self._coin_next = None, None  # the coins' generator (`coin`)
 
     # -- the search box ------------------------------------------------------------------
     @property
@@ -237,13 +239,24 @@ class GPBanditTuner:
         """Step 3: with probability p_i the maximiser of the acquisition; after a non-finite
         reward, the incumbent."""
         p = entry["p_i"]
-        u = np.random.default_rng([self.seed, self.i]).random()
+        u = self.coin(self.i)
         proposed = bool(u < p and self.gp.n_obs > 0)
         if proposed:
             self.gamma = self.propose(p)
         elif entry["reward"] is None and self.gp.n_obs > 0:
             self.gamma = self.incumbent()
         entry["proposed"] = proposed
+
+    def coin(self, i: int) -> float:
+        """u_i ~ U(0, 1): the i-th draw of PCG64(seed) (i ≥ 1), from a generator kept between
+        calls and rebuilt by an exact `advance` when i is not the next one (after a resume),
+        so a resumed run draws the same u_i without storing the generator."""
+        if self._coin_rng is None or self._coin_next != i:
+            bits = np.random.PCG64(self.seed)
+            bits.advance(i - 1)  # one 64-bit output per float64 draw
+            self._coin_rng = np.random.Generator(bits)
+        self._coin_next = i + 1
+        return float(self._coin_rng.random())
 
     def _apply(self, knobs):
         """Broadcast (ε, L) to the chain axis, keeping the knobs' dtypes and shapes."""
@@ -361,6 +374,7 @@ class GPBanditTuner:
         """Restore `state`; the history is `history` when given (rebuilt from the chunks),
         else the state's own (a `state_dict()` with history), else empty."""
         self.i, self.seed = int(state["i"]), int(state["seed"])
+        self._coin_rng = self._coin_next = None
         self.max_reward = state["max_reward"]
         self.eps_bounds = None if state["eps_bounds"] is None else tuple(state["eps_bounds"])
         self.steps_bounds = tuple(state["steps_bounds"])
