@@ -18,6 +18,7 @@ from reference import assert_matches, compare
 
 import bomcmc
 from bomcmc import cli
+from bomcmc.diagnostics import summarize
 from bomcmc.samplers import ahmc
 from bomcmc.samplers.hmc import HMCKnobs
 from bomcmc.tuning.gp_bandit import summarize_tuning, tuning_from_idata
@@ -95,6 +96,15 @@ def test_run_chunk_lengths_and_annealed_adaptation_after_burn_in(tmp_path):
     n_steps, eps = np.asarray(stats["n_steps"]), np.asarray(stats["step_size"])
     assert n_steps.min() >= 1 and n_steps.max() <= 30 and len(np.unique(n_steps)) > 3
     assert 0.01 * (1 - 1e-9) <= eps.min() and eps.max() <= 0.3 * (1 + 1e-9)
+    # the tuner's host seconds: recorded per chunk, summed in totals, inside the chunks' wall
+    per_chunk = [float(r["tuner_s"]) for r in recs]
+    assert all(t > 0 for t in per_chunk) and all(
+        t <= float(r["wall_s"]) for t, r in zip(per_chunk, recs))
+    assert res.totals["tuner_s"] == pytest.approx(sum(per_chunk), rel=1e-12)
+    share = summarize(res.idata, res.totals)["run"]["tuner_share"]
+    assert share == pytest.approx(
+        res.totals["tuner_s"] / (res.totals["wall_s"] + res.totals["wall_s_warmup"]))
+    assert 0 < share < 1
 
 
 # ---------------------------------------------------------------------------------------
@@ -160,6 +170,7 @@ def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
     assert cli.main(["summary", str(out)]) == 0  # the table, plus the bandit's lines
     text = capsys.readouterr().out
     assert "GP bandit: 48 BO steps (40 in warm-up)" in text and "final step size" in text
+    assert "tuner host time" in text and "% of warm-up + sampling" in text
     for name in ("trace.png", "autocorr.png", "reward_surface.png", "reward_slice.png"):
         assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
 

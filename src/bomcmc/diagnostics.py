@@ -96,6 +96,8 @@ def summarize(idata, totals: dict | None = None) -> dict:
         "wall_s_warmup": totals.get("wall_s_warmup"),
         "compile_s": totals.get("compile_s"),
         "wall_s_total": totals.get("wall_s_total"),
+        "tuner_s": totals.get("tuner_s"),
+        "tuner_share": _share(totals),
         "divergences": totals.get("divergences"),
         "accept_mean": totals.get("accept_mean"),
         "chains": int(n_chains),
@@ -104,6 +106,13 @@ def summarize(idata, totals: dict | None = None) -> dict:
         **efficiency(all_ess, totals.get("n_grad") or 0, totals.get("wall_s") or 0.0),
     }
     return _clean({"variables": variables, "run": run})
+
+
+def _share(totals: dict) -> float | None:
+    """The tuner's host seconds over the warm-up + sampling seconds (which include them)."""
+    tuner_s = totals.get("tuner_s")
+    wall = (totals.get("wall_s") or 0.0) + (totals.get("wall_s_warmup") or 0.0)
+    return None if tuner_s is None or wall <= 0 else tuner_s / wall
 
 
 def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
@@ -160,6 +169,9 @@ def format_table(summary: dict, max_rows: int = 40) -> str:
         f"ESS per second min/med/max   {mmm(r['ess_per_s'], 4)}",
         f"divergences={r['divergences']} mean acceptance={_s(r['accept_mean'])}",
     ]
+    if (r.get("tuner_s") or 0.0) >= 1e-3 and r.get("tuner_share") is not None:  # a host tuner
+        lines.append(f"tuner host time {_s(r['tuner_s'])} s "
+                     f"({100 * r['tuner_share']:.1f}% of warm-up + sampling)")
     return "\n".join(lines)
 
 

@@ -446,10 +446,13 @@ def _execute(run: _Run, states, adapt_state, next_iter: int, chunk_index: int,
                           "info": jax.tree_util.tree_map(lambda a: a[:, :n], host[5])}
             t1 = time.perf_counter()
             next_knobs = run.tuner.after_chunk(host[1], chunk_view)
-            # the tuner's host work (rewards, GP, acquisition) counts in the chunk's seconds
-            wall += time.perf_counter() - t1
+            # the tuner's host work (rewards, GP, acquisition) counts in the chunk's seconds,
+            # and is recorded apart so that its share can be reported (totals["tuner_s"])
+            tuner_s = time.perf_counter() - t1
+            wall += tuner_s
             rec = _record(chunk_index, phase, next_iter, n, thin, knobs, next_knobs,
                           host, wall, run.tuner)
+            rec["tuner_s"] = np.asarray(tuner_s)
             run.store.write_chunk(chunk_index, rec)
             states, knobs, adapt_state = out[0], next_knobs, out[2]
             next_iter += n * thin
@@ -476,11 +479,13 @@ def _assemble(run: _Run, store, wall_total: float):
     spec, flat = run.spec, run.flat
     pos, lp, stats = [], [], {}
     warm_grad = samp_grad = 0
-    warm_wall = samp_wall = 0.0
+    warm_wall = samp_wall = tuner_s = 0.0
     history = []
     for rec in store.chunks():
         if "tuner_history" in rec:
             history += json.loads(str(rec["tuner_history"]))
+        if "tuner_s" in rec:  # runs stored before 2026-11-22 lack it
+            tuner_s += float(rec["tuner_s"])
         n_grad = int(rec["info.n_grad"].sum())
         if int(rec["phase"]) == WARMUP:
             warm_grad += n_grad
@@ -509,6 +514,8 @@ def _assemble(run: _Run, store, wall_total: float):
         "wall_s_warmup": warm_wall,
         "compile_s": run.compile_s,
         "wall_s_total": wall_total,
+        # the tuner's host seconds between chunks, inside wall_s + wall_s_warmup
+        "tuner_s": tuner_s,
         "divergences": int(sample_stats["diverging"].sum()) if "diverging" in sample_stats else 0,
         "accept_mean": float(np.mean(sample_stats.get("acceptance_rate", np.nan))),
         "chains": spec.chains,
