@@ -104,7 +104,7 @@ def test_run_chunk_lengths_and_annealed_adaptation_after_burn_in(tmp_path):
     share = summarize(res.idata, res.totals)["run"]["tuner_share"]
     assert share == pytest.approx(
         res.totals["tuner_s"] / (res.totals["wall_s"] + res.totals["wall_s_warmup"]))
-    assert 0 < share < 1
+    assert 0 < share < 1 and res.totals["tuner"] == "ahmc"
 
 
 # ---------------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
     assert cli.main(["summary", str(out)]) == 0  # the table, plus the bandit's lines
     text = capsys.readouterr().out
     assert "GP bandit: 48 BO steps (40 in warm-up)" in text and "final step size" in text
-    assert "tuner host time" in text and "% of warm-up + sampling" in text
+    assert "tuner (ahmc) host time" in text and "% of warm-up + sampling" in text
     for name in ("trace.png", "autocorr.png", "reward_surface.png", "reward_slice.png"):
         assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
 

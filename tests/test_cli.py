@@ -107,6 +107,7 @@ def test_summary_json(run_dir, cache_dir):
     for k in ("ess_per_grad", "ess_per_s"):
         assert set(run[k]) == {"min", "median", "max"}
     assert run["n_grad"] > 0 and run["chains"] == 2 and run["draws"] == 50
+    assert run["tuner"] == "fixed"  # no host tuner: the table prints no tuner line
     # summary (re)writes the plots
     assert (out / "trace.png").is_file() and (out / "autocorr.png").is_file()
 

@@ -52,7 +52,8 @@ def test_nuts_gibbs_matches_the_exact_posterior():
     np.testing.assert_array_equal(ss.n_grad.values, ss.n_steps.values + 1)
     eta = ss.step_size.values
     assert np.all(eta == eta[:, :1]) and np.all(eta > 0)  # adapted in warm-up, then fixed
-    assert 0.7 < float(ss.acceptance_rate.mean()) < 0.97  # δ = 0.8 (ε̄ runs a bit above)
+    # δ = 0.8; the averaged ε̄ runs a bit above it (measured 0.860 at this seed)
+    assert 0.75 < float(ss.acceptance_rate.mean()) < 0.95
     pos = {"log_tau": {k: jnp.asarray(post[f"log_tau.{k}"].values[0, :5])
                        for k in ("io", "noise")},
            "w": {k: jnp.asarray(post[f"w.{k}"].values[0, :5]) for k in ("io", "bo")}}
@@ -113,7 +114,8 @@ def test_dual_averaging_adapter_reaches_the_target_and_hands_over_the_average():
         np.testing.assert_allclose(eps[:-1], np.exp(x[:-1]), rtol=1e-12)
         np.testing.assert_allclose(eps[-1], np.exp(x_bar[-1]), rtol=1e-12)
         target = eta_star * ((1 - delta) / delta) ** 0.25
-        np.testing.assert_allclose(float(kn.step_size), target, rtol=0.03)
+        # measured: 0.3-0.9 % off after 1500 steps (dual averaging's O(t^-κ) bias)
+        np.testing.assert_allclose(float(kn.step_size), target, rtol=0.015)
         assert float(st.mu) == pytest.approx(np.log(20.0))  # μ = log(10 η₀)
     # the first update is Algorithm 6 with Stan's constants (γ = 0.05, κ = 0.75, t₀ = 10)
     adapter = dual_averaging_adaptation()

@@ -96,6 +96,7 @@ def summarize(idata, totals: dict | None = None) -> dict:
         "wall_s_warmup": totals.get("wall_s_warmup"),
         "compile_s": totals.get("compile_s"),
         "wall_s_total": totals.get("wall_s_total"),
+        "tuner": totals.get("tuner"),
         "tuner_s": totals.get("tuner_s"),
         "tuner_share": _share(totals),
         "divergences": totals.get("divergences"),
@@ -169,8 +170,8 @@ def format_table(summary: dict, max_rows: int = 40) -> str:
         f"ESS per second min/med/max   {mmm(r['ess_per_s'], 4)}",
         f"divergences={r['divergences']} mean acceptance={_s(r['accept_mean'])}",
     ]
-    if (r.get("tuner_s") or 0.0) >= 1e-3 and r.get("tuner_share") is not None:  # a host tuner
-        lines.append(f"tuner host time {_s(r['tuner_s'])} s "
+    if r.get("tuner") not in (None, "fixed") and r.get("tuner_share") is not None:
+        lines.append(f"tuner ({r['tuner']}) host time {_s(r['tuner_s'])} s "
                      f"({100 * r['tuner_share']:.1f}% of warm-up + sampling)")
     return "\n".join(lines)
 

@@ -514,12 +514,13 @@ def _assemble(run: _Run, store, wall_total: float):
         "wall_s_warmup": warm_wall,
         "compile_s": run.compile_s,
         "wall_s_total": wall_total,
-        # the tuner's host seconds between chunks, inside wall_s + wall_s_warmup
+        # the host tuner and its seconds between chunks, inside wall_s + wall_s_warmup
+        "tuner": getattr(run.tuner, "name", type(run.tuner).__name__),
         "tuner_s": tuner_s,
         "divergences": int(sample_stats["diverging"].sum()) if "diverging" in sample_stats else 0,
         "accept_mean": float(np.mean(sample_stats.get("acceptance_rate", np.nan))),
         "chains": spec.chains,
-        "draws": int(sum(p.shape[1] for p in pos)) if pos else 0,
+        "draws": int(sum(p.shape[1] for p in pos)),
         "dim": flat.dim,
         "devices": 1 if run.sharding is None else len(run.sharding.mesh.devices.ravel()),
     }
@@ -595,10 +596,24 @@ def _tuner_options(sampler, tuner, knobs: dict):
 
 
 def _default_tuner(run: "_Run", states) -> None:
-    """Build the sampler's default tuner from the options config.json records."""
-    if run.spec.tuner_options is not None and hasattr(run.sampler, "make_tuner"):
+    """Build the sampler's default tuner from the options config.json records.
+
+    Such a tuner sets the step size itself, so the run cannot also have an in-loop adapter;
+    a TypeError/ValueError of the tuner's own checks becomes one line naming the sampler."""
+    if run.spec.tuner_options is None or not hasattr(run.sampler, "make_tuner"):
+        return
+    name = run.sampler.name
+    if run.spec.adapt is not None:
+        raise BomcmcError(f"sampler '{name}' tunes its step size itself: it cannot run with "
+                          f"adapt='{run.spec.adapt}' (use adapt=None"
+                          f"{getattr(run.sampler, 'adapt_hint', '')})")
+    try:
         run.tuner = run.sampler.make_tuner(dict(run.spec.tuner_options), run.spec, run.flat,
                                            states)
+    except BomcmcError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise BomcmcError(f"sampler '{name}': {e}") from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -354,9 +354,6 @@ def make_tuner(options: dict, spec, flat, states) -> AHMCTuner:
     """The AHMC tuner of a run: `options` as recorded in config.json, `spec` the RunSpec,
     `flat` the flat posterior, `states` the chains' initial states (for the heuristic)."""
     opts = validate_options(options)
-    if spec.adapt is not None:
-        raise BomcmcError(f"sampler 'ahmc' tunes the step size itself: it cannot run with "
-                          f"adapt='{spec.adapt}' (for a learned metric use mass='diag')")
     warmup = int(spec.warmup)
     k = min(opts.get("bo_steps", BO_STEPS), warmup)
     m = warmup // k if k else DEFAULT_M
@@ -364,25 +361,21 @@ def make_tuner(options: dict, spec, flat, states) -> AHMCTuner:
         raise BomcmcError(f"reward 'acf' needs super-transitions of >= {ACF_MIN_DRAWS} draws; "
                           f"this burn-in gives {m} per BO step (warmup >= "
                           f"{ACF_MIN_DRAWS * opts.get('bo_steps', BO_STEPS)} or fewer bo_steps)")
-    try:
-        return AHMCTuner(warmup=warmup, thin=spec.thin, seed=spec.seed,
-                         logdensity_fn=flat.logdensity_fn,
-                         start_positions=np.asarray(states.position), **opts)
-    except (TypeError, ValueError) as e:
-        raise BomcmcError(f"sampler 'ahmc': {e}") from None
+    return AHMCTuner(warmup=warmup, thin=spec.thin, seed=spec.seed,
+                     logdensity_fn=flat.logdensity_fn,
+                     start_positions=np.asarray(states.position), **opts)
 
 
 class TunedSampler(Sampler):
     """A Sampler that comes with its own default tuner: the driver builds it with
     `make_tuner(options, spec, flat, states)` from the keyword arguments named in
-    `tuner_options` when no `tuner=` is given, and records those options in config.json."""
+    `tuner_options` when no `tuner=` is given, and records those options in config.json.
+    The driver refuses an in-loop adapter with it (`adapt_hint` ends that error)."""
 
     __slots__ = ()
     tuner_options = TUNER_OPTIONS
-
-    @staticmethod
-    def make_tuner(options, spec, flat, states):
-        return make_tuner(options, spec, flat, states)
+    adapt_hint = "; for a learned metric use mass='diag'"
+    make_tuner = staticmethod(make_tuner)  # the module's make_tuner(options, spec, flat, states)
 
 
 sampler = TunedSampler(name="ahmc", init=init, step=hmc.step, make_knobs=make_knobs)

@@ -65,15 +65,9 @@ def make_tuner(options: dict, spec, flat, states) -> GPBanditTuner:
     model = flat.source.meta.get("model") if flat.source.meta else None
     cv = isinstance(model, CVModel)
     opts = validate_options(options, cv)
-    if spec.adapt is not None:
-        raise BomcmcError("the adaptive Gibbs sampler tunes η and L itself: run it with "
-                          "adapt=None")
     if opts["reward"] == "cv":
         opts["reward"] = cv_reward(model)
-    try:
-        return GPBanditTuner(seed=spec.seed, **opts)
-    except (TypeError, ValueError) as e:
-        raise BomcmcError(f"sampler 'ahmc-gibbs': {e}") from None
+    return GPBanditTuner(seed=spec.seed, **opts)
 
 
 class GibbsTunedSampler(TunedSampler):
@@ -81,10 +75,8 @@ class GibbsTunedSampler(TunedSampler):
 
     __slots__ = ()
     tuner_options = TUNER_OPTIONS
-
-    @staticmethod
-    def make_tuner(options, spec, flat, states):
-        return make_tuner(options, spec, flat, states)
+    adapt_hint = ""  # no metric option: η and L only
+    make_tuner = staticmethod(make_tuner)  # the module's make_tuner(options, spec, flat, states)
 
 
 def ahmc_gibbs_sampler(model, name: str = "ahmc-gibbs") -> GibbsTunedSampler:

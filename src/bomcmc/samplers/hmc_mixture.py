@@ -142,9 +142,6 @@ def make_tuner(options: dict, spec, flat, states):
     from ..tuning.two_phase import ACF_DRAWS, TwoPhaseTuner, default_bo_steps
 
     opts = validate_options(options)
-    if spec.adapt is not None:
-        raise BomcmcError(f"sampler 'bo2' tunes the step size itself: it cannot run with "
-                          f"adapt='{spec.adapt}' (for a learned metric use mass='diag')")
     warmup = int(spec.warmup)
     if warmup < 1:
         raise BomcmcError("sampler 'bo2' builds its policy in warm-up: it needs warmup >= 1")
@@ -158,12 +155,9 @@ def make_tuner(options: dict, spec, flat, states):
                           f"warmup {warmup} with {k} BO steps gives {warmup // k} (use "
                           f"fewer bo_steps or warmup >= {ahmc.ACF_MIN_DRAWS * k}; default "
                           f"bo_steps: warmup // {ACF_DRAWS})")
-    try:
-        return TwoPhaseTuner(warmup=warmup, thin=spec.thin, seed=spec.seed,
-                             logdensity_fn=flat.logdensity_fn,
-                             start_positions=np.asarray(states.position), **opts)
-    except (TypeError, ValueError) as e:
-        raise BomcmcError(f"sampler 'bo2': {e}") from None
+    return TwoPhaseTuner(warmup=warmup, thin=spec.thin, seed=spec.seed,
+                         logdensity_fn=flat.logdensity_fn,
+                         start_positions=np.asarray(states.position), **opts)
 
 
 class TwoPhaseSampler(TunedSampler):
@@ -171,10 +165,7 @@ class TwoPhaseSampler(TunedSampler):
 
     __slots__ = ()
     tuner_options = TUNER_OPTIONS
-
-    @staticmethod
-    def make_tuner(options, spec, flat, states):
-        return make_tuner(options, spec, flat, states)
+    make_tuner = staticmethod(make_tuner)  # the module's make_tuner(options, spec, flat, states)
 
 
 sampler = TwoPhaseSampler(name="bo2", init=ahmc.init, step=step, make_knobs=make_knobs)
