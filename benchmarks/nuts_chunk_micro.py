@@ -7,11 +7,14 @@ gives the post-warm-up states and knobs; then `--draws` sampling transitions run
 bomcmc's key scheme (transition t of chain c uses fold_in(key_c, t)) in
 
 - `bomcmc chunk`: the driver's compiled chunk (`run._Run.run_chunk`, as `bomcmc.sample` calls it);
+- `async chunk`: the same for sampler "nuts_async" (`samplers/nuts_machine.py`: one leapfrog
+  step of every chain per loop iteration, so chains do not wait for each other's trees);
 - `nuts.step scan`: `vmap(bomcmc.samplers.nuts.step)` in a bare `lax.scan` (positions out);
 - `blackjax scan`: `vmap(blackjax.nuts.build_kernel())` in a bare `lax.scan`, the loop
   `benchmarks/run.py` times for blackjax-nuts (positions, steps, divergences, acceptance out).
 
-All three compute the same draws (checked, bit for bit); so the same gradients. They are
+All compute the same draws (checked, bit for bit; "DRAWS DIFFER" flags a variant whose
+float32 rounding took another path); the lockstep variants the same gradients. They are
 called in turn, `--reps` times, and the minimum CPU and wall seconds of each is divided by
 BlackJAX's. No host work but the call itself is timed (benchmarks/run.py times whole runs).
 """
@@ -90,9 +93,22 @@ def bare_scans(run, states, knobs, draws: int):
     return out
 
 
+def async_chunk(run, states, adapt, knobs, args):
+    """The "nuts_async" sampler's compiled chunk on the same states, knobs and keys."""
+    from bomcmc import models
+    from bomcmc import run as R
+    from bomcmc.samplers import nuts_machine
+
+    r = R._Run(run.spec, models.get(run.spec.posterior), R.MemoryStore(), None,
+               sampler=nuts_machine.sampler)
+    r.compile(states, adapt)
+    return {"async chunk": (lambda: r.run_chunk(states, knobs, adapt, args.warmup,
+                                                args.draws, 1), r.compile_s)}
+
+
 def positions(label: str, out) -> np.ndarray:
     """(chains, draws, d) from any variant's output."""
-    if label == "bomcmc chunk" or label.startswith("chunk"):
+    if label.endswith("chunk"):
         return np.asarray(out[3])
     pos = out[1][0] if isinstance(out[1], tuple) else out[1]
     return np.swapaxes(np.asarray(pos), 0, 1)
@@ -126,6 +142,7 @@ def main(extra=None) -> None:
                                            args.seed)
         variants = {"bomcmc chunk": (lambda: run.run_chunk(st, kn, ad, args.warmup,
                                                            args.draws, 1), compile_s)}
+        variants.update(async_chunk(run, st, ad, kn, args))
         variants.update(bare_scans(run, st, kn, args.draws))
         if extra is not None:  # hook for scratch comparisons: {label: (call, compile_s)}
             variants.update(extra(run, st, kn, ad, args))
@@ -140,7 +157,11 @@ def main(extra=None) -> None:
         cells = [f"{k} {cpu[k] / cpu[ref]:.3f} ({wall[k] / wall[ref]:.3f}; median wall "
                  f"{med[k] / med[ref]:.3f}; compile {variants[k][1]:.1f} s)"
                  + ("" if same[k] else " DRAWS DIFFER") for k in calls if k != ref]
-        print(f"{name}: {ref} {cpu[ref] * 1e3:.1f} ms CPU; " + "; ".join(cells), flush=True)
+        # gradients a lockstep batch pays (Σ_t max_c n) over those of the busiest chain
+        n = np.asarray(calls["bomcmc chunk"]()[5].n_grad)
+        factor = n.max(axis=0).sum() / n.sum(axis=1).max()
+        print(f"{name}: lockstep factor {factor:.2f}; {ref} {cpu[ref] * 1e3:.1f} ms CPU; "
+              + "; ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

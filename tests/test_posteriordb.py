@@ -286,6 +286,9 @@ _SAMPLERS = [
     ("bomcmc-nuts", lambda: "nuts" in bomcmc.samplers.names()
      and "window" in bomcmc.tuning.adapter_names(),
      functools.partial(_draws_bomcmc, "nuts")),
+    ("bomcmc-nuts-async", lambda: "nuts_async" in bomcmc.samplers.names()
+     and "window" in bomcmc.tuning.adapter_names(),
+     functools.partial(_draws_bomcmc, "nuts_async")),
     ("bomcmc-ahmc", lambda: "ahmc" in bomcmc.samplers.names(),
      functools.partial(_draws_bomcmc, "ahmc", adapt=None)),
     ("bomcmc-hmc", lambda: "window" in bomcmc.tuning.adapter_names(),
@@ -302,8 +305,10 @@ def _available():
 
 
 AVAILABLE = _available()
-# In CI: bomcmc's NUTS (issue 3) and its adaptive HMC (issue 4 asks that it pass the same suite)
-PREFERRED = [(n, run) for n, run in AVAILABLE if n in ("bomcmc-nuts", "bomcmc-ahmc")]
+# In CI: bomcmc's NUTS (issue 3) in both schedules, and its adaptive HMC (issue 4 asks that it
+# pass the same suite)
+PREFERRED = [(n, run) for n, run in AVAILABLE
+             if n in ("bomcmc-nuts", "bomcmc-nuts-async", "bomcmc-ahmc")]
 
 
 @pytest.fixture(params=[n for n, _ in PREFERRED], ids=[n for n, _ in PREFERRED])

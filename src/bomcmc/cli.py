@@ -1,7 +1,7 @@
 """The `bomcmc` command line (argparse).
 
     bomcmc posteriors
-    bomcmc sample --posterior NAME [--sampler hmc|nuts|ahmc|bo2] [--step-size E] [--steps L]
+    bomcmc sample --posterior NAME [--sampler hmc|nuts|nuts_async|ahmc|bo2] [--step-size E] [--steps L]
                   [--random-steps]
                   [--adapt window|none] [--target-accept P] [--dense-mass] [--max-tree-depth D]
                   [--eps-bounds A B] [--steps-bounds A B] [--reward esjd|ess|acf]

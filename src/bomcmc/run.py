@@ -137,7 +137,7 @@ class _RowLayout:
                     v = jax.lax.bitcast_convert_type(v, self._int_of(dt))
                 v = v.astype(self.dtype)  # sign-extends a narrower int: exact
             cols.append(v)
-        return jnp.stack(cols)
+        return jnp.stack(cols, axis=-1)  # (k,) for one transition, (chains, k) for a batch
 
     def unpack(self, rows: jax.Array, field: str) -> jax.Array:
         dt = jnp.dtype(self.shapes[field].dtype)
@@ -146,6 +146,50 @@ class _RowLayout:
             return v != 0
         v = v.astype(self._int_of(dt))  # back to the field's width: exact
         return v if dt == v.dtype else jax.lax.bitcast_convert_type(v, dt)
+
+
+class _Buffers:
+    """A chunk's output buffers: positions, the packed rows (`_RowLayout`) and any non-scalar
+    info field, `chunk_size` draws each (`empty` is one chain's; `write` takes one chain's or,
+    with batched rows, a batch's)."""
+
+    def __init__(self, chunk_size, state, info_struct):
+        self.lp_dtype = state.position.dtype  # the log density is stored in the positions' dtype
+        self.layout = _RowLayout(jax.ShapeDtypeStruct((), self.lp_dtype), info_struct)
+        self.own = [f for f in info_struct._fields if f not in self.layout.columns]
+        self.empty = (
+            jnp.zeros((chunk_size,) + state.position.shape, state.position.dtype),
+            jnp.zeros((chunk_size, len(self.layout.packed)), self.layout.dtype),
+            {f: jnp.zeros((chunk_size,) + getattr(info_struct, f).shape,
+                          getattr(info_struct, f).dtype) for f in self.own},
+        )
+
+    def write(self, bufs, i, st, info, mode=None):
+        """Row i := the transition's position, log density and info. Batched too: with
+        i = (chains, rows) and batched st and info, chain c writes its row rows[c] of the
+        (chains, chunk_size, ...) buffers (`mode="drop"`: an out-of-range row writes nothing)."""
+        bpos, brow, bown = bufs
+        values = dict(zip(info._fields, info), _lp=st.logdensity.astype(self.lp_dtype))
+        return (bpos.at[i].set(st.position, mode=mode),
+                brow.at[i].set(self.layout.pack(values), mode=mode),
+                {f: b.at[i].set(values[f], mode=mode) for f, b in bown.items()})
+
+    def read(self, bufs):
+        """(positions, log densities, info) of the filled buffers."""
+        bpos, brow, bown = bufs
+        layout = self.layout
+        info = layout.info_type(*[bown[f] if f in bown else layout.unpack(brow, f)
+                                  for f in layout.fields])
+        return bpos, layout.unpack(brow, "_lp"), info
+
+
+def _thinned(info, j, thin, n_grad, div):
+    """The info a thinned draw keeps: its last transition's, except n_grad (summed over the
+    thinning group that transition j ends or continues) and diverging (any)."""
+    first = j % thin == 0
+    n_grad = jnp.where(first, jnp.zeros_like(n_grad), n_grad) + info.n_grad
+    div = jnp.where(first, False, div) | info.diverging
+    return info._replace(n_grad=n_grad, diverging=div)
 
 
 def build_chunk_fn(
@@ -165,7 +209,14 @@ def build_chunk_fn(
     the scalar info fields), unpacked after the loop. (Splitting the loop at the warm-up end,
     so that sampling transitions skip the adapter's `cond`, was measured too: no faster
     within ±1.5 % on the NUTS benchmark posteriors, and 20-27 % longer to compile, since the
-    step is then compiled twice; see docs/benchmarks.md.)"""
+    step is then compiled twice; see docs/benchmarks.md.)
+
+    A sampler with a `machine` ("nuts_async") runs its chunks tick by tick instead: one loop
+    iteration is one leapfrog step of every chain, and a chain whose trajectory ends writes
+    its draw, gives it to the adapter (in warm-up) and starts its next transition at once,
+    instead of waiting for the longest trajectory of the batch. Same keys, same draws; the
+    chunk costs about max_c Σ_t n_{t,c} gradients instead of Σ_t max_c n_{t,c}, plus each
+    tick's bookkeeping (docs/benchmarks.md, "NUTS without lockstep")."""
     logdensity = flat.logdensity_fn
 
     def one_chain(key, state, knobs, adapt_state, start_iter, n_draws, thin):
@@ -182,41 +233,116 @@ def build_chunk_fn(
             return (st, kn, ad), info
 
         info_struct = jax.eval_shape(transition, start_iter, (state, knobs, adapt_state))[1]
-        lp_dtype = state.position.dtype  # the log density is stored in the positions' dtype
-        layout = _RowLayout(jax.ShapeDtypeStruct((), lp_dtype), info_struct)
-        own = [f for f in info_struct._fields if f not in layout.columns]  # non-scalar fields
-        buf_pos = jnp.zeros((chunk_size,) + state.position.shape, state.position.dtype)
-        buf_row = jnp.zeros((chunk_size, len(layout.packed)), layout.dtype)
-        buf_own = {f: jnp.zeros((chunk_size,) + getattr(info_struct, f).shape,
-                                getattr(info_struct, f).dtype) for f in own}
+        out = _Buffers(chunk_size, state, info_struct)
         zero_grad = jnp.zeros(info_struct.n_grad.shape, info_struct.n_grad.dtype)
 
         # One flat loop over the chunk's n_draws * thin transitions (a nested thin loop costs
         # ~10% on small posteriors). Transition j writes row j // thin, so the last transition
         # of each thinning group is the one kept; n_grad and diverging accumulate over it.
         def body(j, carry):
-            chain, bpos, brow, bown, n_grad, div = carry
+            chain, bufs, n_grad, div = carry
             chain, info = transition(start_iter + j, chain)
-            first = j % thin == 0
-            n_grad = jnp.where(first, zero_grad, n_grad) + info.n_grad
-            div = jnp.where(first, False, div) | info.diverging
-            info = info._replace(n_grad=n_grad, diverging=div)
-            i = j // thin
-            st = chain[0]
-            values = dict(zip(info._fields, info), _lp=st.logdensity.astype(lp_dtype))
-            bpos = bpos.at[i].set(st.position)
-            brow = brow.at[i].set(layout.pack(values))
-            bown = {f: b.at[i].set(values[f]) for f, b in bown.items()}
-            return chain, bpos, brow, bown, n_grad, div
+            info = _thinned(info, j, thin, n_grad, div)
+            bufs = out.write(bufs, j // thin, chain[0], info)
+            return chain, bufs, info.n_grad, info.diverging
 
-        init = ((state, knobs, adapt_state), buf_pos, buf_row, buf_own, zero_grad,
-                jnp.zeros((), bool))
-        chain, bpos, brow, bown, _, _ = jax.lax.fori_loop(0, n_draws * thin, body, init)
-        info = layout.info_type(*[bown[f] if f in bown else layout.unpack(brow, f)
-                                  for f in layout.fields])
-        return chain[0], chain[1], chain[2], bpos, layout.unpack(brow, "_lp"), info
+        init = ((state, knobs, adapt_state), out.empty, zero_grad, jnp.zeros((), bool))
+        chain, bufs, _, _ = jax.lax.fori_loop(0, n_draws * thin, body, init)
+        return (*chain, *out.read(bufs))
 
-    return jax.vmap(one_chain, in_axes=(0, 0, 0, 0, None, None, None))
+    machine = getattr(sampler, "machine", None)
+    if machine is None:
+        return jax.vmap(one_chain, in_axes=(0, 0, 0, 0, None, None, None))
+
+    def chunk_ticks(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
+        """The chunk tick by tick, over the batch of chains. The loop is written at the batch
+        level, not vmapped: a vmapped while_loop would select its whole carry (the output
+        buffers too) between old and new on every iteration, for the chains that are done;
+        and the batch skips the bookkeeping (`settle`; a transition's end: the adapter's
+        update and the next transition's start) on the ticks where no chain needs it."""
+        chains = keys.shape[0]
+        total = n_draws * thin
+        step = jax.vmap(lambda m, kn: machine.step(m, logdensity, kn))
+        settle = jax.vmap(lambda m, kn: _where(m.pending, machine.settle(m, logdensity, kn), m))
+        finish = jax.vmap(machine.finish)
+
+        @jax.vmap
+        def begin(key, t, st, kn):
+            return machine.begin(jax.random.fold_in(key, t), st, logdensity, kn)
+
+        @jax.vmap
+        def adapt(key, t, ad, st, info, kn):
+            # t = -1 for a chain whose transition did not end: no window ends there, so its
+            # (discarded) update runs no step-size heuristic
+            return adapter.update(jax.random.fold_in(key, -1 - t), ad, t, st, info, kn,
+                                  logdensity)
+
+        def next_transition(ended, t, m, kn, ad, new, info):
+            """Chains whose transition t ended: the adapter's update (in warm-up), then the
+            next transition's start."""
+            if adapter is not None:
+                in_warmup = ended & (t < warmup)
+
+                def adapted(ad, kn):
+                    ad2, kn2 = adapt(keys, jnp.where(in_warmup, t, -1), ad, new, info, kn)
+                    return _where(in_warmup, ad2, ad), _where(in_warmup, kn2, kn)
+
+                ad, kn = jax.lax.cond(jnp.any(in_warmup), adapted, lambda ad, kn: (ad, kn),
+                                      ad, kn)
+            return _where(ended, begin(keys, t + 1, new, kn), m), kn, ad
+
+        def body(carry):
+            m, st, kn, ad, j, bufs, n_grad, div = carry
+            m = step(m, kn)  # (a chain past its last draw ticks on, unrecorded)
+            m = jax.lax.cond(jnp.any(m.pending), settle, lambda m, kn: m, m, kn)
+            # A chain whose transition ended writes its draw to row j // thin of its buffer.
+            # The writes stay outside the `cond`s: a buffer passed through a branch is copied.
+            ended = m.done & (j < total)
+            new, raw = finish(m, kn)
+            info = _thinned(raw, j, thin, n_grad, div)
+            row = jnp.where(ended, j // thin, chunk_size)  # chunk_size: dropped, no write
+            bufs = out.write(bufs, (jnp.arange(chains), row), new, info, mode="drop")
+            m, kn, ad = jax.lax.cond(
+                jnp.any(ended), next_transition, lambda e, t, m, kn, ad, new, info: (m, kn, ad),
+                ended, start_iter + j, m, kn, ad, new, raw)
+            return (m, _where(ended, new, st), kn, ad, j + ended.astype(j.dtype), bufs,
+                    jnp.where(ended, info.n_grad, n_grad), jnp.where(ended, info.diverging, div))
+
+        m0 = begin(keys, jnp.full((chains,), start_iter, jnp.int32), states, knobs)
+        info_struct = jax.eval_shape(lambda m, kn: machine.finish(m, kn)[1],
+                                     *jax.tree_util.tree_map(lambda a: a[0], (m0, knobs)))
+        out = _Buffers(chunk_size, jax.tree_util.tree_map(lambda a: a[0], states), info_struct)
+        zero_grad = jnp.zeros((chains,) + info_struct.n_grad.shape, info_struct.n_grad.dtype)
+        bufs = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (chains,) + a.shape),
+                                      out.empty)
+        init = (m0, states, knobs, adapt_states, jnp.zeros((chains,), jnp.int32), bufs,
+                zero_grad, jnp.zeros((chains,), bool))
+        _, st, kn, ad, _, bufs, _, _ = jax.lax.while_loop(lambda c: jnp.any(c[4] < total),
+                                                          body, init)
+        return (st, kn, ad, *jax.vmap(out.read)(bufs))
+
+    def chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
+        # The loop sits in a branch (n_draws is never 0 from the driver). Measured, not
+        # understood: on XLA's CPU backend the same loop outside a `cond` spreads its body
+        # over two threads and runs slower (logistic-german, 1000 draws x 4 chains: 0.57 s
+        # wall / 0.97 s CPU against 0.39 s / 0.39 s; benchmarks/nuts_chunk_micro.py).
+        def nothing(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
+            shapes = jax.eval_shape(chunk_ticks, keys, states, knobs, adapt_states, start_iter,
+                                    n_draws, thin)
+            z = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[3:])
+            return (states, knobs, adapt_states, *z)
+        return jax.lax.cond(n_draws > 0, chunk_ticks, nothing,
+                            keys, states, knobs, adapt_states, start_iter, n_draws, thin)
+
+    return chunk
+
+
+def _where(pred, a, b):
+    """a where pred, else b, leaf by leaf (pred (chains,) or a scalar; leaves chains first)."""
+    def pick(x, y):
+        return jnp.where(jnp.reshape(pred, jnp.shape(pred) + (1,) * (x.ndim - jnp.ndim(pred))),
+                         x, y)
+    return jax.tree_util.tree_map(pick, a, b)
 
 
 # ---------------------------------------------------------------------------------------
@@ -715,11 +841,12 @@ def _adaptation(sampler: str, warmup: int, adapt, options: dict | None, knobs: d
     `target_accept` the sampler does not take as a knob goes to the adapter."""
     options = dict(options or {})
     if adapt == "auto":  # a Sampler object may name its warm-up (`default_adapt`)
-        wanted = "window" if sampler == "nuts" else getattr(sampler, "default_adapt", None)
+        wanted = ("window" if sampler in _samplers.NUTS_NAMES
+                  else getattr(sampler, "default_adapt", None))
         adapt = wanted if warmup > 0 else None
     if adapt == "none":
         adapt = None
-    if "target_accept" in knobs and sampler != "nuts":
+    if "target_accept" in knobs and sampler not in _samplers.NUTS_NAMES:
         if adapt is None:
             raise BomcmcError("target_accept needs a warm-up adaptation (adapt='window')")
         options.setdefault("target_accept", knobs.pop("target_accept"))

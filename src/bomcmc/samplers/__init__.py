@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from ..errors import BomcmcError
-from . import ahmc, hmc, hmc_mixture, nuts
+from . import ahmc, hmc, hmc_mixture, nuts, nuts_machine
 from .base import Sampler
 
-_SAMPLERS: dict[str, Sampler] = {"hmc": hmc.sampler, "nuts": nuts.sampler, "ahmc": ahmc.sampler,
+_SAMPLERS: dict[str, Sampler] = {"hmc": hmc.sampler, "nuts": nuts.sampler,
+                               "nuts_async": nuts_machine.sampler, "ahmc": ahmc.sampler,
                                "bo2": hmc_mixture.sampler}
+NUTS_NAMES = ("nuts", "nuts_async")  # the NUTS samplers: Stan's window warm-up by default
 
 
 def get(name: str) -> Sampler:
@@ -27,4 +29,5 @@ def names() -> list[str]:
     return sorted(_SAMPLERS)
 
 
-__all__ = ["Sampler", "get", "register", "names", "ahmc", "hmc", "hmc_mixture", "nuts"]
+__all__ = ["Sampler", "get", "register", "names", "ahmc", "hmc", "hmc_mixture", "nuts",
+           "nuts_machine"]

@@ -9,6 +9,11 @@ A `Sampler` bundles pure functions on one chain and one flat position vector:
 `state`, `knobs` and `info` are NamedTuples of arrays, so the driver can vmap them over
 chains, carry them through `lax` loops, write them to disk and read them back. Every info
 must carry `n_grad` (gradient evaluations) and `diverging`; the driver sums and counts them.
+
+A sampler whose transition has a random length (NUTS) may also give `machine`: the same
+transition as `begin / tick / finish` functions, one gradient per tick (see
+`nuts_machine`). The driver then runs chunks without an in-loop adapter tick by tick, so
+that vmapped chains do not wait for each other's trajectories (`run.build_chunk_fn`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ class Sampler(NamedTuple):
     init: Callable[..., Any]
     step: Callable[..., Any]
     make_knobs: Callable[..., Any]
+    machine: Any = None  # optional: the transition as ticks (`nuts_machine.Machine`)
 
 
 def as_float():
