@@ -2,18 +2,21 @@
 
 Why. Vmapped chains run a `while_loop` in lockstep: a batch of chains keeps iterating while
 *any* chain still needs to, so with BlackJAX's (or NumPyro's) iterative NUTS every transition
-costs the longest trajectory among the chains: 1.14-1.80x the gradients actually used on the
-benchmark posteriors (docs/benchmarks.md). Here a tick is one leapfrog step of every chain,
-and each chain moves on to its next transition as soon as its own tree is done, so a chunk
-costs about the *sum* of each chain's own trajectory lengths instead of Σ_t max_c n_{t,c}.
+costs the longest trajectory among the chains: Σ_t max_c n_{t,c} gradients, 1.05-1.66x the
+busiest chain's own on the benchmark posteriors with 4 chains (docs/benchmarks.md). Here a
+tick is one leapfrog step of every chain, and each chain moves on to its next transition as
+soon as its own tree is done, so a chunk costs about max_c Σ_t n_{t,c} ticks. A tick carries
+more bookkeeping than a lockstep leapfrog step, so this wins only where the trees' lengths
+vary a lot (measured in docs/benchmarks.md, "NUTS without lockstep").
 
 What. The same algorithm, draw for draw: BlackJAX's iterative NUTS (SPECS.md §D.2;
 `blackjax.mcmc.trajectory.dynamic_multiplicative_expansion` around
 `dynamic_progressive_integration`, with NumPyro's iterative U-turn checkpoints) with its two
 nested loops (doublings; leapfrogs of one subtree) flattened into one. Every key is derived
 as BlackJAX derives it (fold_in of the tree key by depth, split in three; fold_in of the
-subtree key by leaf), so `finish(tick(...tick(begin(key, ...))))` returns exactly
-`nuts.step(key, ...)` (tested). BlackJAX's own building blocks do the work: the integrator,
+subtree key by leaf; the per-doubling draws are made up front, as uniforms compared the way
+`jax.random.bernoulli` compares them), so the loop below returns exactly `nuts.step(key, ...)`
+(tested bit for bit). BlackJAX's own building blocks do the work: the integrator,
 the proposal weights, uniform and biased progressive sampling, trajectory merging and the
 U-turn checks.
 
