@@ -11,9 +11,9 @@ chains, carry them through `lax` loops, write them to disk and read them back. E
 must carry `n_grad` (gradient evaluations) and `diverging`; the driver sums and counts them.
 
 A sampler whose transition has a random length (NUTS) may also give `machine`: the same
-transition as `begin / tick / finish` functions, one gradient per tick (see
-`nuts_machine`). The driver then runs chunks without an in-loop adapter tick by tick, so
-that vmapped chains do not wait for each other's trajectories (`run.build_chunk_fn`).
+transition as `begin / step / settle / finish` functions, one gradient per `step` (see
+`nuts_machine.Machine`). The driver then runs its chunks tick by tick, so that vmapped
+chains do not wait for each other's trajectories (`run.build_chunk_fn`).
 """
 
 from __future__ import annotations
