@@ -13,6 +13,7 @@ run is cut into chunks: a run resumed from its last complete chunk continues bit
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 import os
@@ -30,6 +31,7 @@ from . import samplers as _samplers
 from .config import set_float64
 from .errors import BomcmcError
 from .posterior import FlatPosterior, Posterior, flatten
+from .samplers.base import tree_where
 from .store import DiskStore, MemoryStore
 from .tuning import get_adapter
 from .tuning.base import Adapter, FixedTuner, Tuner
@@ -263,7 +265,7 @@ def build_chunk_fn(
         chains = keys.shape[0]
         total = n_draws * thin
         step = jax.vmap(lambda m, kn: machine.step(m, logdensity, kn))
-        settle = jax.vmap(lambda m, kn: _where(m.pending, machine.settle(m, logdensity, kn), m))
+        settle = jax.vmap(lambda m, kn: tree_where(m.pending, machine.settle(m, logdensity, kn), m))
         finish = jax.vmap(machine.finish)
 
         @jax.vmap
@@ -285,18 +287,18 @@ def build_chunk_fn(
 
                 def adapted(ad, kn):
                     ad2, kn2 = adapt(keys, jnp.where(in_warmup, t, -1), ad, new, info, kn)
-                    return _where(in_warmup, ad2, ad), _where(in_warmup, kn2, kn)
+                    return tree_where(in_warmup, ad2, ad), tree_where(in_warmup, kn2, kn)
 
                 ad, kn = jax.lax.cond(jnp.any(in_warmup), adapted, lambda ad, kn: (ad, kn),
                                       ad, kn)
-            return _where(ended, begin(keys, t + 1, new, kn), m), kn, ad
+            return tree_where(ended, begin(keys, t + 1, new, kn), m), kn, ad
 
         def body(carry):
             m, st, kn, ad, j, bufs, n_grad, div = carry
             m = step(m, kn)  # (a chain past its last draw ticks on, unrecorded)
             m = jax.lax.cond(jnp.any(m.pending), settle, lambda m, kn: m, m, kn)
             # A chain whose transition ended writes its draw to row j // thin of its buffer.
-            # The writes stay outside the `cond`s: a buffer passed through a branch is copied.
+            # The writes stay outside the `cond`s (inside one, german took 0.44 s, not 0.40 s).
             ended = m.done & (j < total)
             new, raw = finish(m, kn)
             info = _thinned(raw, j, thin, n_grad, div)
@@ -305,7 +307,7 @@ def build_chunk_fn(
             m, kn, ad = jax.lax.cond(
                 jnp.any(ended), next_transition, lambda e, t, m, kn, ad, new, info: (m, kn, ad),
                 ended, start_iter + j, m, kn, ad, new, raw)
-            return (m, _where(ended, new, st), kn, ad, j + ended.astype(j.dtype), bufs,
+            return (m, tree_where(ended, new, st), kn, ad, j + ended.astype(j.dtype), bufs,
                     jnp.where(ended, info.n_grad, n_grad), jnp.where(ended, info.diverging, div))
 
         m0 = begin(keys, jnp.full((chains,), start_iter, jnp.int32), states, knobs)
@@ -325,7 +327,7 @@ def build_chunk_fn(
         # The loop sits in a branch (n_draws is never 0 from the driver). Measured, not
         # understood: on XLA's CPU backend the same loop outside a `cond` spreads its body
         # over two threads and runs slower (logistic-german, 1000 draws x 4 chains: 0.57 s
-        # wall / 0.97 s CPU against 0.39 s / 0.39 s; benchmarks/nuts_chunk_micro.py).
+        # wall / 0.97 s CPU against 0.39 s / 0.39 s, timed on a scratch variant, 2026-11-22).
         def nothing(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
             shapes = jax.eval_shape(chunk_ticks, keys, states, knobs, adapt_states, start_iter,
                                     n_draws, thin)
@@ -335,14 +337,6 @@ def build_chunk_fn(
                             keys, states, knobs, adapt_states, start_iter, n_draws, thin)
 
     return chunk
-
-
-def _where(pred, a, b):
-    """a where pred, else b, leaf by leaf (pred (chains,) or a scalar; leaves chains first)."""
-    def pick(x, y):
-        return jnp.where(jnp.reshape(pred, jnp.shape(pred) + (1,) * (x.ndim - jnp.ndim(pred))),
-                         x, y)
-    return jax.tree_util.tree_map(pick, a, b)
 
 
 # ---------------------------------------------------------------------------------------
@@ -835,18 +829,18 @@ def _preload_arviz() -> None:
         threading.Thread(target=lambda: __import__("arviz"), daemon=True).start()
 
 
-def _adaptation(sampler: str, warmup: int, adapt, options: dict | None, knobs: dict):
-    """Resolve the warm-up adaptation: "auto" is Stan's window adaptation for NUTS (which has
-    no usable fixed step size) when there is a warm-up, and none for the others. A
-    `target_accept` the sampler does not take as a knob goes to the adapter."""
+def _adaptation(sampler, warmup: int, adapt, options: dict | None, knobs: dict):
+    """Resolve the warm-up adaptation: "auto" is the sampler's `default_adapt` (Stan's window
+    adaptation for the NUTS samplers, which have no usable fixed step size) when there is a
+    warm-up. A `target_accept` the sampler does not take as a knob goes to the adapter."""
     options = dict(options or {})
-    if adapt == "auto":  # a Sampler object may name its warm-up (`default_adapt`)
-        wanted = ("window" if sampler in _samplers.NUTS_NAMES
-                  else getattr(sampler, "default_adapt", None))
-        adapt = wanted if warmup > 0 else None
+    obj = _samplers.get(sampler) if isinstance(sampler, str) else sampler
+    if adapt == "auto":
+        adapt = getattr(obj, "default_adapt", None) if warmup > 0 else None
     if adapt == "none":
         adapt = None
-    if "target_accept" in knobs and sampler not in _samplers.NUTS_NAMES:
+    if ("target_accept" in knobs
+            and "target_accept" not in inspect.signature(obj.make_knobs).parameters):
         if adapt is None:
             raise BomcmcError("target_accept needs a warm-up adaptation (adapt='window')")
         options.setdefault("target_accept", knobs.pop("target_accept"))

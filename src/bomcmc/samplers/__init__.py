@@ -9,7 +9,6 @@ from .base import Sampler
 _SAMPLERS: dict[str, Sampler] = {"hmc": hmc.sampler, "nuts": nuts.sampler,
                                "nuts_async": nuts_machine.sampler, "ahmc": ahmc.sampler,
                                "bo2": hmc_mixture.sampler}
-NUTS_NAMES = ("nuts", "nuts_async")  # the NUTS samplers: Stan's window warm-up by default
 
 
 def get(name: str) -> Sampler:

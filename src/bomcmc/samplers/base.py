@@ -30,6 +30,16 @@ class Sampler(NamedTuple):
     step: Callable[..., Any]
     make_knobs: Callable[..., Any]
     machine: Any = None  # optional: the transition as ticks (`nuts_machine.Machine`)
+    default_adapt: str | None = None  # the warm-up adapter `adapt="auto"` picks ("window")
+
+
+def tree_where(pred, a, b):
+    """a where pred, else b, leaf by leaf. pred is a scalar, or a batch of them matching the
+    leaves' leading axes (one per chain)."""
+    def pick(x, y):
+        return jnp.where(jnp.reshape(pred, jnp.shape(pred) + (1,) * (jnp.ndim(x) - jnp.ndim(pred))),
+                         x, y)
+    return jax.tree_util.tree_map(pick, a, b)
 
 
 def as_float():

@@ -212,4 +212,5 @@ def _is_spd(a: np.ndarray) -> bool:
     return True
 
 
-sampler = Sampler(name="nuts", init=init, step=step, make_knobs=make_knobs)
+sampler = Sampler(name="nuts", init=init, step=step, make_knobs=make_knobs,
+                  default_adapt="window")  # NUTS has no usable fixed step size

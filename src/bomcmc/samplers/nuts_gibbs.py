@@ -92,15 +92,7 @@ class NUTSGibbsInfo(NamedTuple):
     step_size: jax.Array  # η
 
 
-class NUTSGibbsSampler(Sampler):
-    """The sampler, carrying the name of the warm-up it wants (`default_adapt`) for a driver
-    resolving `adapt="auto"` (the default) from the sampler."""
-
-    __slots__ = ()
-    default_adapt = ADAPTER_NAME
-
-
-def nuts_gibbs_sampler(model, name: str = "nuts_gibbs") -> NUTSGibbsSampler:
+def nuts_gibbs_sampler(model, name: str = "nuts_gibbs") -> Sampler:
     """Gibbs sweep of the precisions, then one NUTS transition on the weights with Neal's
     per-weight scales as the metric, for one `BNN` (use with
     `bomcmc.sample(model.posterior(), sampler=nuts_gibbs_sampler(model), ...)`)."""
@@ -169,7 +161,8 @@ def nuts_gibbs_sampler(model, name: str = "nuts_gibbs") -> NUTSGibbsSampler:
             target_accept=np.asarray(target_accept, dtype),
         )
 
-    return NUTSGibbsSampler(name=name, init=init, step=step, make_knobs=make_knobs)
+    return Sampler(name=name, init=init, step=step, make_knobs=make_knobs,
+                   default_adapt=ADAPTER_NAME)
 
 
 # ---------------------------------------------------------------------------------------

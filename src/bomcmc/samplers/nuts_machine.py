@@ -41,7 +41,7 @@ from blackjax.mcmc import termination as bj_termination
 from blackjax.mcmc import trajectory as bj_trajectory
 
 from . import nuts
-from .base import Sampler
+from .base import Sampler, tree_where
 from .nuts import MAX_ENERGY_ERROR, NUTSInfo, NUTSKnobs, NUTSState
 
 
@@ -75,10 +75,6 @@ def _parts(knobs: NUTSKnobs, logdensity_fn: Callable):
     return metric, integrator, generate, new_uturn, update_uturn, is_uturn
 
 
-def _select(pred, a, b):
-    return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
-
-
 def _draws(key_tree: jax.Array, capacity: int, dtype):
     """Every random number the tree can use but the leaf draws, as `expand_once` makes them:
     for doubling k, split(fold_in(key_tree, k), 3) = (direction, leaf, proposal) keys, and
@@ -96,7 +92,7 @@ def _begin_subtree(m: NUTSMachine, generate) -> NUTSMachine:
     """Start doubling `m.depth`: its side, and an empty subtree at that end (the
     placeholders of `dynamic_progressive_integration`)."""
     direction = jnp.where(m.direction_u[m.depth] < 0.5, 1, -1).astype(jnp.int32)
-    start = _select(direction > 0, m.trajectory.rightmost_state, m.trajectory.leftmost_state)
+    start = tree_where(direction > 0, m.trajectory.rightmost_state, m.trajectory.leftmost_state)
     return m._replace(
         direction=direction, leaf=jnp.zeros((), jnp.int32),
         sub_proposal=generate(m.energy0, start),
@@ -142,11 +138,11 @@ def step(m: NUTSMachine, logdensity_fn: Callable, knobs: NUTSKnobs,
     new_proposal = generate(m.energy0, new_state)
     is_diverging = -new_proposal.weight > divergence_threshold
     first = leaf == 0
-    sub_trajectory = _select(
+    sub_trajectory = tree_where(
         first, bj_trajectory.Trajectory(new_state, new_state, new_state.momentum,
                                         jnp.ones((), jnp.int32)),
         bj_trajectory.append_to_trajectory(m.sub_trajectory, new_state))
-    sub_proposal = _select(
+    sub_proposal = tree_where(
         first, new_proposal,
         bj_proposal.progressive_uniform_sampling(
             jax.random.fold_in(m.leaf_keys[m.depth], leaf), m.sub_proposal, new_proposal))
@@ -166,13 +162,13 @@ def settle(m: NUTSMachine, logdensity_fn: Callable, knobs: NUTSKnobs) -> NUTSMac
     start the next doubling -- or set `done`."""
     metric, _, generate, _, _, _ = _parts(knobs, logdensity_fn)
     sub = m.sub_trajectory
-    sub = _select(m.direction > 0, sub, bj_trajectory.Trajectory(
+    sub = tree_where(m.direction > 0, sub, bj_trajectory.Trajectory(
         sub.rightmost_state, sub.leftmost_state, sub.momentum_sum, sub.num_states))
     stopped = m.diverging | m.turning
     p_accept = jnp.clip(jnp.exp(m.sub_proposal.weight - m.proposal.weight), max=1)
-    biased = _select(m.merge_u[m.depth] < p_accept, m.sub_proposal, m.proposal)  # Betancourt
+    biased = tree_where(m.merge_u[m.depth] < p_accept, m.sub_proposal, m.proposal)  # Betancourt
     proposal = bj_proposal.Proposal(  # (progressive_biased_sampling with its uniform drawn)
-        _select(stopped, m.proposal.state, biased.state),
+        tree_where(stopped, m.proposal.state, biased.state),
         jnp.where(stopped, m.proposal.energy, biased.energy),
         jnp.where(stopped, m.proposal.weight,
                   jnp.logaddexp(m.proposal.weight, m.sub_proposal.weight)),
@@ -188,13 +184,13 @@ def settle(m: NUTSMachine, logdensity_fn: Callable, knobs: NUTSKnobs) -> NUTSMac
     done = ~((depth < max_depth) & ~m.diverging & ~turning)
     m = m._replace(depth=depth, proposal=proposal, trajectory=trajectory, turning=turning,
                    pending=jnp.zeros((), bool), done=done)
-    return _select(done, m, _begin_subtree(m, generate))
+    return tree_where(done, m, _begin_subtree(m, generate))
 
 
 def tick(m: NUTSMachine, logdensity_fn: Callable, knobs: NUTSKnobs) -> NUTSMachine:
     """`step`, then `settle` if the step ended the subtree: one chain's tick."""
     m = step(m, logdensity_fn, knobs)
-    return _select(m.pending, settle(m, logdensity_fn, knobs), m)
+    return tree_where(m.pending, settle(m, logdensity_fn, knobs), m)
 
 
 def finish(m: NUTSMachine, knobs: NUTSKnobs) -> tuple[NUTSState, NUTSInfo]:
@@ -235,4 +231,4 @@ machine = Machine(begin=begin, step=step, settle=settle, finish=finish)
 
 # "nuts_async": the same transition and knobs as "nuts"; the driver runs it tick by tick
 sampler = Sampler(name="nuts_async", init=nuts.init, step=nuts.step,
-                  make_knobs=nuts.make_knobs, machine=machine)
+                  make_knobs=nuts.make_knobs, machine=machine, default_adapt="window")

@@ -37,6 +37,7 @@ from blackjax.mcmc import integrators as bj_integrators
 from blackjax.mcmc import metrics as bj_metrics
 
 from . import dual_averaging as da
+from ..samplers.base import tree_where
 from .base import Adapter
 
 INIT_BUFFER, TERM_BUFFER, BASE_WINDOW = 75, 50, 25  # Stan's defaults
@@ -206,10 +207,6 @@ def _with_da(s: WindowAdaptState, d: da.DualAveragingState) -> WindowAdaptState:
                       da_mu=d.mu)
 
 
-def _where(pred, a, b):
-    return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
-
-
 def window_adaptation(
     target_accept: float | None = None,
     gamma: float = da.GAMMA,
@@ -270,7 +267,7 @@ def window_adaptation(
 
         # slow iterations feed Welford (windowed_adaptation::adaptation_window → add_sample)
         in_slow = (t >= s.slow_start) & (t < s.slow_stop)
-        n, mean, m2 = _where(in_slow, welford_update(s.w_count, s.w_mean, s.w_m2,
+        n, mean, m2 = tree_where(in_slow, welford_update(s.w_count, s.w_mean, s.w_m2,
                                                      state.position.astype(dtype)),
                              (s.w_count, s.w_mean, s.w_m2))
 
@@ -281,11 +278,11 @@ def window_adaptation(
         use_metric = at_end & (n >= 2)  # with < 2 samples keep the metric (Stan PR #3037)
         inv_mass = jnp.where(use_metric, new_metric,
                              jnp.asarray(knobs.inverse_mass_matrix, dtype))
-        n, mean, m2 = _where(at_end, (jnp.zeros_like(n), jnp.zeros_like(mean),
+        n, mean, m2 = tree_where(at_end, (jnp.zeros_like(n), jnp.zeros_like(mean),
                                       jnp.zeros_like(m2)), (n, mean, m2))
         eps_heur, _ = init_stepsize(key, state, logdensity_fn, eps, inv_mass, active=at_end)
         eps = jnp.where(at_end, eps_heur, eps)
-        d = _where(at_end, da.init(eps), d)
+        d = tree_where(at_end, da.init(eps), d)
 
         # last warm-up iteration: ε = e^{x̄} (Stan: complete_adaptation). If a window also
         # ends here (term_buffer = 0) keep the heuristic's ε, not e^{x̄} of a fresh restart
