@@ -7,21 +7,26 @@
     bomcmc.summarize(result.idata)
 """
 
-__version__ = "0.1.0"
-
 import warnings as _warnings
 
 # ArviZ 0.2x announces its 1.0 refactor on import; bomcmc pins arviz<1, so the notice is noise.
 _warnings.filterwarnings("ignore", message=r"(?s).*ArviZ is undergoing", category=FutureWarning)
 
+from . import models as posteriors  # noqa: E402
+from . import registry  # noqa: E402
+from ._version import __version__  # noqa: E402
+from .adaptation.base import Adapter  # noqa: E402
 from .config import enable_compilation_cache, set_float64  # noqa: E402
 from .diagnostics import summarize  # noqa: E402
+from .driver import SampleResult, load, resume, sample  # noqa: E402
 from .errors import BomcmcError  # noqa: E402
+from .kernels.base import Kernel  # noqa: E402
 from .posterior import Posterior  # noqa: E402
-from .run import SampleResult, load, resume, sample  # noqa: E402
-from . import models as posteriors  # noqa: E402
+from .registry import Sampler  # noqa: E402
+from .tuning.base import Tuner  # noqa: E402
 
 __all__ = [
-    "BomcmcError", "Posterior", "SampleResult", "enable_compilation_cache", "load",
-    "posteriors", "resume", "sample", "set_float64", "summarize", "__version__",
+    "Adapter", "BomcmcError", "Kernel", "Posterior", "SampleResult", "Sampler", "Tuner",
+    "enable_compilation_cache", "load", "posteriors", "registry", "resume", "sample",
+    "set_float64", "summarize", "__version__",
 ]

@@ -17,6 +17,11 @@ def float64_enabled() -> bool:
     return bool(jax.config.read("jax_enable_x64"))
 
 
+def float_dtype():
+    """The floating dtype arrays are made in: float64 when enabled, else float32."""
+    return jax.numpy.float64 if float64_enabled() else jax.numpy.float32
+
+
 def cache_dir() -> Path:
     base = os.environ.get("BOMCMC_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "bomcmc"

@@ -1,42 +1,14 @@
-"""Tuners and warm-up adapters: strategies that set a sampler's knobs while it runs.
+"""Host-side tuning between chunks: the GP bandit and everything it is made of.
 
-- `base.Tuner`: host-side, between chunks (super-transitions): the Bayesian-optimization bandit.
-- `base.Adapter`: inside the compiled loop, after every warm-up transition: Stan-style windows.
+- `base.Tuner`: the protocol (knobs in, a chunk's draws observed, knobs out).
+- `gp`, `acquisition`, `schedules`, `rewards`: the pieces of the Bayesian-optimisation bandit.
+- `gp_bandit.GPBanditTuner`: the bandit; `ahmc_tuner.AHMCTuner`: adaptive HMC's schedule,
+  relative box and metric; `two_phase.TwoPhaseTuner`: expected improvement in warm-up, then a
+  frozen SIR policy (`sir_policy`).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from .base import FixedTuner, Tuner
 
-from ..errors import BomcmcError
-from .base import Adapter, FixedTuner, Tuner
-from .window_adaptation import window_adaptation
-
-_ADAPTERS: dict[str, Callable[..., Adapter]] = {}
-
-
-def register_adapter(name: str, factory: Callable[..., Adapter]) -> None:
-    _ADAPTERS[name] = factory
-
-
-def get_adapter(name: str, options: dict | None = None) -> Adapter:
-    try:
-        factory = _ADAPTERS[name]
-    except KeyError:
-        raise BomcmcError(
-            f"unknown warm-up adaptation '{name}' (available: {', '.join(sorted(_ADAPTERS)) or 'none'})"
-        ) from None
-    try:
-        return factory(**(options or {}))
-    except TypeError as e:
-        raise BomcmcError(f"adaptation '{name}': {e}") from None
-
-
-register_adapter("window", window_adaptation)
-
-
-def adapter_names() -> list[str]:
-    return sorted(_ADAPTERS)
-
-
-__all__ = ["Adapter", "FixedTuner", "Tuner", "get_adapter", "register_adapter", "adapter_names"]
+__all__ = ["FixedTuner", "Tuner"]

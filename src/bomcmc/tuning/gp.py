@@ -21,7 +21,6 @@ Points closer than `merge_tol` length scales in every dimension count as the sam
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lapack, solve_triangular

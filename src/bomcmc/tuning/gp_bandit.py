@@ -43,12 +43,12 @@ import warnings
 import numpy as np
 
 from . import schedules  # acquisition (scipy.optimize, ~0.1 s) is imported when first used
+from .base import SAMPLING, Tuner
 from .gp import NOISE_VAR, SIGNAL_VAR, GaussianProcess
 from .rewards import get_reward
 
 LENGTHSCALE_FACTOR = 0.2  # ℓ_d = 0.2 × range_d (SPECS §A.2, "α = 0.2")
 RESCALE = 4.0  # s = 4 / max reward (SPECS §A.2)
-SAMPLING = 1
 
 
 def _norm_cdf(z: float) -> float:
@@ -79,7 +79,7 @@ def _one_blas_thread():
     return _BLAS.limit(limits=1, user_api="blas") if _BLAS else contextlib.nullcontext()
 
 
-class GPBanditTuner:
+class GPBanditTuner(Tuner):
     """Tune the shared (ε, L) of HMC by a GP bandit (the `Tuner` protocol, `tuning.base`).
 
     Args:

@@ -51,9 +51,10 @@ import warnings
 import numpy as np
 
 from ..errors import BomcmcError
-from ..samplers.ahmc import AHMCTuner
-from . import sir_policy
-from .gp_bandit import SAMPLING
+from ..validation import choice, integer
+from . import ahmc_tuner, sir_policy
+from .ahmc_tuner import AHMCTuner
+from .base import SAMPLING
 
 POLICY_SIZE = 50  # M: slots of the mixture kernel
 TEMPERATURE = 0.05  # T of w ∝ exp(μ / (T c)) (SPECS §B.6: exp(10 μ); see the docstring)
@@ -236,3 +237,60 @@ def policy_from_idata(idata) -> dict | None:
         return None
     state = json.loads(idata.tuning.attrs.get("tuner_state", "{}"))
     return state.get("policy")
+
+
+# ---------------------------------------------------------------------------------------
+# The options of the sampler "two_phase", and its tuner built from them
+# ---------------------------------------------------------------------------------------
+TUNER_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "acquisition", "bo_steps",
+                 "policy_size", "candidates", "n_candidates", "temperature", "resampling",
+                 "mass", "mass_windows", "eps_factors", "start")
+_CHOICES = {"candidates": ("grid", "lhs"), "resampling": ("systematic", "multinomial")}
+MAX_POLICY_SIZE = 100_000
+
+
+def validate_options(options: dict) -> dict:
+    """The options, checked (one-line BomcmcError) and in JSON form."""
+    opts = dict(options)
+    unknown = sorted(set(opts) - set(TUNER_OPTIONS))
+    if unknown:
+        raise BomcmcError(f"sampler 'two_phase' has no option {', '.join(unknown)} "
+                          f"(options: {', '.join(TUNER_OPTIONS)})")
+    ours = {k: opts.pop(k) for k in ("policy_size", "candidates", "n_candidates",
+                                     "temperature", "resampling") if k in opts}
+    opts = ahmc_tuner.validate_options(opts)
+    for k, v in ours.items():
+        if v is None:
+            continue
+        if k in ("policy_size", "n_candidates"):
+            opts[k] = integer(k, v, most=MAX_POLICY_SIZE if k == "policy_size" else None)
+        elif k == "temperature":
+            ok = isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+            if not (ok and math.isfinite(float(v)) and float(v) > 0):
+                raise BomcmcError(f"temperature must be a positive number, got {v!r}")
+            opts[k] = float(v)
+        else:
+            choice(k, v, _CHOICES[k])
+            opts[k] = v
+    return opts
+
+
+def make_tuner(options: dict, spec, flat, states):
+    """The two-phase tuner of a run: `options` as config.json records them."""
+    opts = validate_options(options)
+    warmup = int(spec.warmup)
+    if warmup < 1:
+        raise BomcmcError("sampler 'two_phase' builds its policy in warm-up: it needs warmup >= 1")
+    # Default reward ESJD/√L, not seed 001's h(X): h(X) scores mixing per transition and ignores
+    # the trajectory's cost, so for HMC it picks long trajectories; on logistic-german it gave
+    # a third of ESJD's min ESS per gradient (docs/tuning.md, "Two-phase mode").
+    reward = opts.setdefault("reward", "esjd")
+    k = min(opts.get("bo_steps", default_bo_steps(warmup, reward)), warmup)
+    if reward == "acf" and warmup // k < ahmc_tuner.ACF_MIN_DRAWS:
+        raise BomcmcError(f"reward 'acf' needs BO steps of >= {ahmc_tuner.ACF_MIN_DRAWS} draws; "
+                          f"warmup {warmup} with {k} BO steps gives {warmup // k} (use "
+                          f"fewer bo_steps or warmup >= {ahmc_tuner.ACF_MIN_DRAWS * k}; default "
+                          f"bo_steps: warmup // {ACF_DRAWS})")
+    return TwoPhaseTuner(warmup=warmup, thin=spec.thin, seed=spec.seed,
+                         logdensity_fn=flat.logdensity_fn,
+                         start_positions=np.asarray(states.position), **opts)

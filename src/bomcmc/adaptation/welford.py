@@ -1,0 +1,55 @@
+"""Welford's running variance and Stan's regularisation of the metric it estimates.
+
+Two forms of one estimator. `welford_update` adds one sample at a time inside the compiled
+loop (Stan's `welford_var_estimator::add_sample`, `welford_covar_estimator` when dense);
+`welford_merge` adds a batch on the host (Chan, Golub & LeVeque 1979, the pairwise update).
+`stan_regularize` is Stan's shrinkage of the estimate towards a small multiple of the
+identity (`var_adaptation::learn_variance`):
+
+    M⁻¹ = (n / (n + 5)) Σ̂ + 10⁻³ (5 / (n + 5)) I
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+REG_SAMPLES = 5.0  # the 5 in n / (n + 5)
+REG_VALUE = 1e-3  # the 10⁻³ of the identity it shrinks towards
+
+
+def welford_update(count, mean, m2, x):
+    """n += 1; δ = x − m; m += δ/n; m2 += (x − m)·δ (an outer product when m2 is d×d)."""
+    n = count + 1
+    delta = x - mean
+    mean = mean + delta / n
+    if m2.ndim == 2:
+        m2 = m2 + jnp.outer(x - mean, delta)
+    else:
+        m2 = m2 + (x - mean) * delta
+    return n, mean, m2
+
+
+def welford_merge(acc, x: np.ndarray):
+    """(count, mean, m2) with a batch x of shape (n, d) added; `acc` None starts afresh."""
+    nb, mb = x.shape[0], x.mean(axis=0)
+    m2b = ((x - mb) ** 2).sum(axis=0)
+    if acc is None:
+        return nb, mb, m2b
+    n, mean, m2 = acc
+    tot = n + nb
+    delta = mb - mean
+    return tot, mean + delta * nb / tot, m2 + m2b + delta**2 * n * nb / tot
+
+
+def stan_regularize(var, n, eye=1.0):
+    """(n / (n + 5)) var + 10⁻³ (5 / (n + 5)) eye: `eye` is 1 for a diagonal metric, the
+    identity matrix for a dense one."""
+    return (n / (n + REG_SAMPLES)) * var + REG_VALUE * (REG_SAMPLES / (n + REG_SAMPLES)) * eye
+
+
+def regularized_metric(count, m2):
+    """Stan's regularised metric from a Welford state: Σ̂ = m2 / (n − 1)."""
+    n = jnp.asarray(count, m2.dtype)
+    eye = jnp.eye(m2.shape[0], dtype=m2.dtype) if m2.ndim == 2 else jnp.ones_like(m2)
+    return stan_regularize(m2 / (n - 1.0), n, eye)

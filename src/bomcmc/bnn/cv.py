@@ -1,0 +1,238 @@
+"""K-fold cross-validation networks advanced as one joint chain (seed 000 §3.2).
+
+"We divide the data into n sets, and train n BNNs each on n − 1 sets and test them on the
+remaining set … a single Markov chain exploring the state space which is a combination of n
+independent copies of the original state space. During each super-transition, we draw samples
+for each of the BNNs and calculate the mean cross-validation error by using only the samples
+drawn in this super-transition." (seed 000 §3.2; robot arm: 8 folds, ch. 4.)
+
+`CVModel(model, folds=K)` holds K copies of a `BNN`'s position, stacked on a leading fold axis
+(`{"log_tau": {...: (K, ...)}, "w": {...: (K, ...)}}`). Copy k sees the training cases outside
+fold k (`BNN.with_mask`); the joint log density is the sum of the K copies' log densities, so
+the copies are independent and one HMC trajectory with shared knobs (η, L) moves all of them.
+It offers the interface Neal's sampler uses (`unravel`, `ravel`, `gibbs`, `curvature`,
+`n_hyper`, `dim`), each vmapped over the folds, so `neal_sampler(cv)` and
+`ahmc_gibbs_sampler(cv)` run Neal's Gibbs-within-HMC on all folds at once.
+
+The reward (`cv_reward`) is computed on the training data alone: for every fold the predictive
+mean of that fold's network over the super-transition's draws (all chains pooled) at the held-out
+cases; the error is the squared error summed over outputs and averaged over cases (seed 000
+Table 4.1) for `real` targets, the misclassification rate of the averaged probabilities for
+`binary`/`class`; the folds' errors are averaged. The bandit maximises 1 / error: positive,
+bounded, and with the tuner's rescaling s = 4 / max r it becomes 4·(best error / error), so the
+GP sees relative improvements whatever the units of y (docs/bnn.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import BomcmcError
+from ..posterior import Posterior
+from .network import unravel_leaves
+
+
+def fold_masks(n: int, folds: int) -> np.ndarray:
+    """(K, n) 0/1 training masks: fold k holds out the k-th of K contiguous blocks of cases
+    (scikit-learn's `KFold` without shuffling: the first n mod K blocks one case longer)."""
+    from sklearn.model_selection import KFold
+
+    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
+        raise BomcmcError(f"folds must be an integer >= 2, got {folds!r}")
+    if folds > n:
+        raise BomcmcError(f"{folds} folds need at least {folds} training cases, got {n}")
+    masks = np.ones((folds, n))
+    for k, (_, held) in enumerate(KFold(n_splits=int(folds)).split(np.zeros((n, 1)))):
+        masks[k, held] = 0.0
+    return masks
+
+
+class CVModel:
+    """K networks, one per held-out fold, as one joint model (module docstring).
+
+    Args:
+        model: the `BNN` on the whole training set.
+        folds: K (>= 2).
+    """
+
+    def __init__(self, model, folds: int = 8):
+        self.base = model
+        self.folds = int(folds) if not isinstance(folds, bool) else folds
+        self.masks = fold_masks(model.n, folds)
+        self.name = f"{model.name}-cv{self.folds}"
+        self.likelihood = model.likelihood
+        self.n, self.n_in, self.n_out = model.n, model.n_in, model.n_out
+        self.n_hyper = self.folds * model.n_hyper
+        self.n_weights = self.folds * model.n_weights
+        self.dim = self.folds * model.dim
+        self._shapes = [(self.folds,) + tuple(s) for s in model._shapes]
+        self._sizes = [self.folds * s for s in model._sizes]
+        self._treedef = model._treedef
+
+    # -- flat <-> pytree (leaves (K, ...), in the base model's leaf order) ---------------
+    def unravel(self, flat):
+        return unravel_leaves(flat, self._shapes, self._sizes, self._treedef)
+
+    def ravel(self, tree):
+        return jnp.concatenate([jnp.ravel(x) for x in jax.tree_util.tree_leaves(tree)])
+
+    def stack(self, positions) -> dict:
+        """K base-model position pytrees (a list) -> one stacked pytree."""
+        return jax.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]),
+                                      *positions)
+
+    def fold_positions(self, flat) -> np.ndarray:
+        """Joint flat draws (..., K·dim) -> per-fold flat draws (..., K, dim) of the base model."""
+        flat = jnp.asarray(flat)
+        lead = flat.shape[:-1]
+        one = jax.vmap(lambda f: jax.vmap(self.base.ravel)(self.unravel(f)))
+        return np.asarray(one(flat.reshape((-1, self.dim)))).reshape(
+            lead + (self.folds, self.base.dim))
+
+    # -- the joint model: each function vmapped over the folds ---------------------------
+    def _fold(self, mask):
+        return self.base.with_mask(mask)
+
+    def logdensity(self, tree):
+        masks = jnp.asarray(self.masks, jax.tree_util.tree_leaves(tree)[0].dtype)
+        lps = jax.vmap(lambda t, m: self._fold(m).logdensity(t))(tree, masks)
+        return jnp.sum(lps)
+
+    def gibbs(self, key, tree, sample_sigmas=True, sample_noise=True):
+        masks = jnp.asarray(self.masks, jax.tree_util.tree_leaves(tree)[0].dtype)
+        keys = jax.random.split(key, self.folds)
+        return jax.vmap(lambda k, t, m: self._fold(m).gibbs(k, t, sample_sigmas, sample_noise))(
+            keys, tree, masks)
+
+    def curvature(self, tree):
+        masks = jnp.asarray(self.masks, jax.tree_util.tree_leaves(tree)[0].dtype)
+        return jax.vmap(lambda t, m: self._fold(m).curvature(t))(tree, masks)
+
+    # -- the held-out error ---------------------------------------------------------------
+    def heldout_error_fn(self, batch: int = 64):
+        """f(draws (S, K·dim)) -> (K,) held-out error of each fold's network, using the
+        predictive mean (or probabilities) over the S draws. The draws go through one jitted
+        function in padded batches of `batch`, so super-transitions of any length reuse
+        one executable."""
+        base, masks = self.base, self.masks
+        held = np.asarray(1.0 - masks)  # (K, n)
+        X = jnp.asarray(base.X)
+        real = base.likelihood == "real"
+
+        def outputs(flat):  # one draw -> (K, n, n_out): means, or probabilities
+            tree = self.unravel(flat)
+            f = jax.vmap(lambda t: base.apply(t["w"], X))(tree)
+            if real:
+                return f
+            return jax.nn.sigmoid(f) if base.likelihood == "binary" else jax.nn.softmax(f, -1)
+
+        @jax.jit
+        def batch_sum(draws, valid):
+            f = jax.vmap(outputs)(draws)
+            return jnp.tensordot(valid.astype(f.dtype), f, axes=1)
+
+        def error(draws):
+            draws = np.asarray(draws)
+            total = 0.0
+            for i in range(0, draws.shape[0], batch):
+                part = draws[i:i + batch]
+                valid = np.zeros(batch, bool)
+                valid[:part.shape[0]] = True
+                if part.shape[0] < batch:
+                    part = np.concatenate([part, np.repeat(part[-1:], batch - part.shape[0], 0)])
+                total = total + np.asarray(batch_sum(jnp.asarray(part), jnp.asarray(valid)),
+                                           np.float64)
+            mean = total / draws.shape[0]  # (K, n, n_out)
+            y = np.asarray(base.y)
+            if real:
+                per_case = np.sum((mean - y[None]) ** 2, axis=-1)
+            elif base.likelihood == "binary":
+                per_case = np.mean((mean > 0.5) != (y[None] > 0.5), axis=-1)
+            else:
+                per_case = (np.argmax(mean, axis=-1) != y[None]).astype(float)
+            return np.sum(per_case * held, axis=1) / held.sum(axis=1)
+
+        return error
+
+    # -- the Posterior -------------------------------------------------------------------
+    def init_position(self, fix: float = 0.5) -> dict:
+        return self.stack([self.base.init_position(fix)] * self.folds)
+
+    def posterior(self, init: dict | None = None, fix: float = 0.5,
+                  init_scale: float = 0.1) -> Posterior:
+        """The joint posterior of the K networks. Chains start at `init` — one base-model
+        position (e.g. from pre-training on all the training data; copied to every fold) or
+        a stacked one — or, per chain and fold, at sigma `fix` with weights N(0, init_scale²)."""
+        base_post = self.base.posterior(fix=fix, init_scale=init_scale)
+        if init is not None:
+            leaf = np.asarray(jax.tree_util.tree_leaves(init)[0])
+            ref = np.asarray(jax.tree_util.tree_leaves(self.base._template)[0])
+            if leaf.shape == ref.shape:
+                init = self.stack([init] * self.folds)
+        start = init if init is not None else self.init_position(fix)
+
+        def initializer(key):
+            if init is not None:
+                return init
+            return self.stack([base_post.initializer(k)
+                               for k in jax.random.split(key, self.folds)])
+
+        return Posterior(
+            logdensity_fn=self.logdensity,
+            init_position=start,
+            name=self.name,
+            initializer=initializer,
+            description=f"{self.folds}-fold CV of {self.base.describe()}",
+            meta={"model": self, "base_model": self.base, "folds": self.folds},
+        )
+
+    def __repr__(self) -> str:
+        return f"CVModel({self.folds} folds of {self.base.describe()})"
+
+
+def fold_vote(cv: CVModel, draws, X) -> dict:
+    """Majority voting across the K fold networks (seed 000 §4.2, Dexter): each network
+    classifies X by its predictive probabilities averaged over `draws` (joint flat draws
+    (..., K·dim)); every input gets the label most networks gave, ties to the lower class.
+    Returns {"pred": (n,) voted labels, "votes": (K, n) each network's labels,
+    "vote_fraction": (n,) share of networks that agree with the vote}."""
+    from .predict import predict_classification
+
+    base = cv.base
+    if base.likelihood == "real":
+        raise BomcmcError("majority voting needs a 'binary' or 'class' model")
+    per_fold = cv.fold_positions(np.asarray(draws).reshape(-1, cv.dim))  # (S, K, dim)
+    votes = np.stack([np.asarray(predict_classification(base, per_fold[:, k], X)["pred"])
+                      for k in range(cv.folds)])
+    votes = votes.reshape(cv.folds, len(X), -1)
+    n_cls = base.n_out if base.likelihood == "class" else 2
+    counts = np.stack([(votes == c).sum(axis=0) for c in range(n_cls)])  # (classes, n, ...)
+    pred = np.argmax(counts, axis=0)  # argmax takes the first (lower) class on ties
+    frac = np.take_along_axis(counts, pred[None], axis=0)[0] / cv.folds
+    squeeze = votes.shape[-1] == 1
+    return {"pred": pred[:, 0] if squeeze else pred,
+            "votes": votes[..., 0] if squeeze else votes,
+            "vote_fraction": frac[:, 0] if squeeze else frac}
+
+
+def cv_reward(cv: CVModel):
+    """The bandit's reward for a super-transition: 1 / (mean over folds of the held-out error
+    of that super-transition's draws, all chains pooled) (seed 000 §3.2; module docstring).
+    NaN (no reward) when the error is not finite or the chunk has no draws."""
+    error_fn = cv.heldout_error_fn()
+
+    def reward(chunk: dict) -> float:
+        pos = np.asarray(chunk["positions"])
+        if pos.size == 0:
+            return float("nan")
+        err = float(np.mean(error_fn(pos.reshape(-1, pos.shape[-1]))))
+        if not math.isfinite(err):
+            return float("nan")
+        return 1.0 / max(err, 1e-300)
+
+    reward.error_fn = error_fn
+    return reward

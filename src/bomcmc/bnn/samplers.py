@@ -1,0 +1,93 @@
+"""Adaptive HMC with Gibbs updates of the hyperparameters, for Bayesian neural networks.
+
+Issue item 3(b); seed 000 §3.2 and ch. 4 (Wang's robot-arm and Dexter runs): each transition
+is Neal's (`neal_gibbs_hmc`: exact Gibbs draws of every precision, then HMC on the weights with
+per-weight step sizes η·c^{-1/2} from Neal's curvature heuristic), and a GP bandit
+(`tuning.gp_bandit.GPBanditTuner`) tunes the shared (η, L) between super-transitions of a fixed
+leapfrog budget (seed 000 §3.2: a super-transition of B leapfrog steps runs ⌊B/L⌋ transitions),
+annealed with p_i = exp(−λ(i−1)), λ = 0.01 (seed 000 Alg. 3 and its footnote 3).
+
+The bandit searches η — FBM's step-size adjustment factor — rather than a raw ε: Neal's
+heuristic already sets the relative scales of the weight groups from the current precisions,
+and η is what Wang's runs searched (box [0.01, 1.01] for the robot arm, SPECS §E.5).
+
+Reward: "cv" (default when the posterior is a `models.bnn_cv.CVModel`): 1 / held-out error of
+the super-transition's draws (`bnn_cv.cv_reward`); "esjd" otherwise; any reward name of
+`tuning.rewards` or a callable.
+
+Defaults (no bounds given): η ∈ [0.01, 1.0], L ∈ {10..500}, budget = 10 × the largest L
+(a super-transition of ≥ 10 transitions), `random_steps` off (Neal's and Wang's fixed L).
+"""
+
+from __future__ import annotations
+
+import math
+
+from functools import partial
+
+from ..errors import BomcmcError
+from ..kernels.neal_gibbs_hmc import neal_kernel
+from ..kernels.nuts_gibbs import nuts_gibbs_kernel
+from ..registry import Sampler
+from ..tuning.gp_bandit import GPBanditTuner
+from ..validation import pair
+from .cv import CVModel, cv_reward
+
+TUNER_OPTIONS = ("eps_bounds", "steps_bounds", "budget", "reward", "schedule", "lam", "k",
+                 "acquisition", "start", "adapt_in_sampling")
+DEFAULT_ETA_BOUNDS = (0.01, 1.0)
+DEFAULT_STEPS_BOUNDS = (10, 500)
+BUDGET_FACTOR = 10
+LAMBDA = 0.01  # seed 000 footnote 3
+
+
+def validate_options(options: dict, cv: bool) -> dict:
+    """The tuner options with defaults filled in, checked (one-line BomcmcError)."""
+    opts = {k: v for k, v in options.items() if v is not None}
+    opts["eps_bounds"] = pair("eps_bounds", opts.get("eps_bounds", DEFAULT_ETA_BOUNDS))
+    opts["steps_bounds"] = pair("steps_bounds", opts.get("steps_bounds", DEFAULT_STEPS_BOUNDS),
+                                 integer=True)
+    budget = opts.get("budget", BUDGET_FACTOR * int(math.floor(opts["steps_bounds"][1])))
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget < 1 \
+            or int(budget) != budget:
+        raise BomcmcError(f"budget must be a positive integer number of leapfrog steps, "
+                          f"got {budget!r}")
+    opts["budget"] = int(budget)
+    reward = opts.get("reward", "cv" if cv else "esjd")
+    if reward == "cv" and not cv:
+        raise BomcmcError("reward 'cv' needs a cross-validation posterior "
+                          "(bomcmc.models.bnn_cv.CVModel(model, folds).posterior())")
+    opts["reward"] = reward
+    opts.setdefault("schedule", "exponential")
+    opts.setdefault("lam", LAMBDA)
+    return opts
+
+
+def make_tuner(options: dict, spec, flat, states, *, model) -> GPBanditTuner:
+    """The run's GP bandit, from the options config.json records; `model` is the network
+    (a `CVModel` gets the cross-validation reward by default)."""
+    cv = isinstance(model, CVModel)
+    opts = validate_options(options, cv)
+    if opts["reward"] == "cv":
+        opts["reward"] = cv_reward(model)
+    return GPBanditTuner(seed=spec.seed, **opts)
+
+
+def neal_sampler(model, name: str = "neal_gibbs") -> Sampler:
+    """Neal's Gibbs-within-HMC for a `BNN` or a `CVModel`, with fixed (η, L) (use with
+    `bomcmc.sample(model.posterior(), sampler=neal_sampler(model), ...)`)."""
+    return Sampler(neal_kernel(model, name=name))
+
+
+def ahmc_gibbs_sampler(model, name: str = "ahmc_gibbs") -> Sampler:
+    """Neal's transition with (η, L) tuned by the GP bandit, for a `BNN` or a `CVModel` (use
+    with `bomcmc.sample(model.posterior(), sampler=ahmc_gibbs_sampler(model), ...)`; tuner
+    options `eps_bounds` (η), `steps_bounds`, `budget`, `reward`, ... as keywords)."""
+    return Sampler(neal_kernel(model, name=name), make_tuner=partial(make_tuner, model=model),
+                   tuner_options=TUNER_OPTIONS)
+
+
+def nuts_gibbs_sampler(model, name: str = "nuts_gibbs") -> Sampler:
+    """Gibbs draws of the precisions, then NUTS on the weights, with dual averaging of η in
+    warm-up by default."""
+    return Sampler(nuts_gibbs_kernel(model, name=name), adapter="dual_averaging")

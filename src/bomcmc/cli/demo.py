@@ -1,0 +1,155 @@
+"""`bomcmc demo`: the robot-arm regression of seed 000 §4.1 (Table 4.1), the main job.
+
+MacKay's robot-arm data (shipped, `datasets.robot_arm`): train on rows 1–200, test on rows
+401–600. Network 2-16-2, tanh, Neal's hierarchical priors as Wang's reproduction set them
+(SPECS §E.5: `ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1 bo 1`, noise `0.1:0.1`), one chain of 8
+networks (8-fold cross-validation as one joint chain), Neal's Gibbs-within-HMC transition with
+η and L tuned by the GP bandit on the CV reward (seed 000 §3.2), box η ∈ [0.01, 1.01],
+L ∈ [20, L_max] (the paper: [20, 5020]).
+
+Budgets (leapfrog steps per chain = super-transitions × steps per super-transition):
+- "small": 20 × 2 000 (a smoke test, < 2 minutes on 2 CPU cores);
+- "default": 100 × 12 000 = 1.2 M (about 2–3 minutes on 2 CPU cores; < 10 even when the
+  machine is shared);
+- "paper": 200 × 24 000 = 4.8 M, L ∈ [20, 5020] (seed 000 §4.1).
+
+Test error: squared error summed over the two outputs, averaged over the 200 test cases, of
+the posterior predictive mean (seed 000 Table 4.1's convention); the noise floor is the same
+error of the noise-free arm position (0.00438 on rows 401–600).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BomcmcError
+
+PRIOR = "ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1 bo 1"  # SPECS §E.5
+NOISE = "0.1:0.1"
+BUDGETS = {  # name: (super-transitions, leapfrog steps each, L upper bound)
+    "small": (20, 2000, 500),
+    "default": (100, 12000, 2000),
+    "paper": (200, 24000, 5020),
+}
+PAPER = {"neal_hmc": 0.00554, "adaptive_hmc": 0.00499}  # seed 000 Table 4.1
+
+
+def run_demo(budget: str = "default", out: str | os.PathLike = "bomcmc-demo", seed: int = 0,
+             progress: bool = True, overwrite: bool = False, sampler: str = "ahmc-cv",
+             plots: bool = True) -> dict:
+    """Fit the robot-arm network, write the run, plots and summary.json into `out`, and
+    return the summary (test_error, noise_floor, n_grad, wall_s, ...)."""
+    from ..bnn.estimator import BayesianMLPRegressor
+    from ..datasets import robot_arm, robot_arm_truth
+
+    if budget not in BUDGETS:
+        raise BomcmcError(f"budget must be one of {', '.join(BUDGETS)}, got '{budget}'")
+    out = Path(out)
+    if (out / "summary.json").exists() and not overwrite:
+        raise BomcmcError(f"{out} already holds a demo run (use --overwrite, or another --out)")
+    t0 = time.perf_counter()
+    X, y = robot_arm("train")
+    Xt, yt = robot_arm("test")
+    n_super, steps, l_max = BUDGETS[budget]
+    reg = BayesianMLPRegressor(
+        hidden=(16,), prior=PRIOR, noise=NOISE, sampler=sampler, folds=8, chains=1,
+        super_transitions=n_super, budget=steps, burn_in=1 / 3, eps_bounds=(0.01, 1.01),
+        steps_bounds=(20, l_max), seed=seed, out=out, progress=progress, overwrite=True)
+    (out / "summary.json").unlink(missing_ok=True)
+    reg.fit(X, y)
+    mean, std = reg.predict(Xt, return_std=True)
+    test_error = float(np.mean(np.sum((mean - yt) ** 2, axis=1)))
+    noise_floor = float(np.mean(np.sum((robot_arm_truth(Xt) - yt) ** 2, axis=1)))
+    summary = {
+        "test_error": test_error,
+        "noise_floor": noise_floor,
+        "n_grad": reg.n_grad_,
+        "wall_s": time.perf_counter() - t0,
+        "budget": budget,
+        "super_transitions": n_super,
+        "leapfrog_per_super_transition": steps,
+        "sampler": sampler,
+        "seed": seed,
+        "draws_kept": int(reg.idata_.posterior.sizes["draw"]),
+        "paper_table_4_1": PAPER,
+        "out": str(out),
+    }
+    tuning = _final_tuning(reg)
+    if tuning:
+        summary.update(tuning)
+    if plots:
+        summary["plots"] = _plots(reg, out, Xt, yt, mean, std)
+    tmp = out / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=1))
+    os.replace(tmp, out / "summary.json")
+    return summary
+
+
+def _final_tuning(reg) -> dict:
+    """The bandit's current choice (what the next super-transition would run) and its steps."""
+    from ..tuning.gp_bandit import tuning_from_idata
+
+    found = tuning_from_idata(reg.result_.idata)
+    if found is None:
+        return {}
+    tuner, history = found
+    return {"final_eta": float(tuner.step_size), "final_L": int(tuner.num_steps),
+            "bo_steps": len(history)}
+
+
+def _plots(reg, out: Path, Xt, yt, mean, std) -> list[str]:
+    from ..diagnostics import plots
+
+    made = []
+    if "tuning" in reg.result_.idata.groups():
+        try:
+            made.append(str(plots.plot_reward_surface(reg.result_, out / "reward_surface.png")))
+        except ValueError:
+            pass
+    plt = plots._pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained", sharey=True)
+    try:
+        for j, ax in enumerate(axes):
+            ax.errorbar(yt[:, j], mean[:, j] - yt[:, j], yerr=2 * std[:, j], fmt="o", ms=3,
+                        lw=0.6, alpha=0.7, label="prediction − target, ± 2 sd of the mean")
+            for sign in (-1, 1):
+                ax.axhline(sign * 2 * 0.05, color="grey", lw=0.8, ls="--",
+                           label="± 2 × noise sd (0.05)" if sign > 0 else None)
+            ax.axhline(0.0, color="black", lw=0.8)
+            ax.set_xlabel(f"test target y{j + 1}")
+            ax.set_ylabel("residual of the predictive mean" if j == 0 else "")
+            ax.legend(fontsize=8, loc="lower right")
+        fig.suptitle(f"robot arm, rows 401–600: residuals of the posterior predictive mean "
+                     f"(test error {float(np.mean(np.sum((mean - yt) ** 2, axis=1))):.5f})",
+                     fontsize=10)
+        path = out / "predictions.png"
+        fig.savefig(path, dpi=100)
+        made.append(str(path))
+    finally:
+        plt.close(fig)
+    return made
+
+
+def format_summary(s: dict) -> str:
+    lines = [
+        f"robot arm, 2-16-2 tanh network, {s['sampler']}, budget '{s['budget']}' "
+        f"({s['super_transitions']} x {s['leapfrog_per_super_transition']} leapfrog steps)",
+        f"  test error   {s['test_error']:.5f}   (squared error summed over the 2 outputs, "
+        "mean over the 200 test cases)",
+        f"  noise floor  {s['noise_floor']:.5f}   (the noise-free arm position's error)",
+        f"  paper (seed 000 Table 4.1): Neal's HMC {PAPER['neal_hmc']}, adaptive HMC "
+        f"{PAPER['adaptive_hmc']}",
+        f"  gradients    {s['n_grad']}   wall {s['wall_s']:.1f} s   draws kept "
+        f"{s['draws_kept']}",
+    ]
+    if "final_eta" in s:
+        lines.append(f"  bandit: {s['bo_steps']} BO steps, final η = {s['final_eta']:.3g}, "
+                     f"L = {s['final_L']}")
+    lines.append(f"  wrote {s['out']}/ (run/idata.nc, summary.json"
+                 + "".join(f", {Path(p).name}" for p in s.get("plots", [])) + ")")
+    return "\n".join(lines)

@@ -1,0 +1,432 @@
+"""The `bomcmc` command line (argparse).
+
+    bomcmc posteriors
+    bomcmc sample --posterior NAME [--sampler hmc|nuts|nuts_async|ahmc|bo2] [--step-size E] [--steps L]
+                  [--random-steps]
+                  [--adapt window|none] [--target-accept P] [--dense-mass] [--max-tree-depth D]
+                  [--eps-bounds A B] [--steps-bounds A B] [--reward esjd|ess|acf]
+                  [--mass diag|identity] [--acquisition ucb|ei] [--schedule NAME] [--bo-steps K]
+                  [--chains C] [--draws N] [--warmup W] [--seed S] --out DIR
+                  [--thin K] [--chunk-size K] [--float64] [--overwrite] [--no-progress]
+                  [--init-jitter X] [--json]
+    bomcmc resume DIR [--no-progress] [--json]
+    bomcmc summary DIR [--json]
+    bomcmc bnn fit DATA.csv --target COLS --out DIR [...]   (cli_bnn.py)
+    bomcmc bnn predict DIR NEW.csv [--out PRED.csv]
+    bomcmc demo [--budget small|default|paper] [--out DIR] [--json]
+
+These forms are a stable contract. Every failure is one line on stderr,
+`bomcmc: error: <message>`, with exit status 2 for bad usage or input (1 for an internal
+error, 130 for Ctrl-C); set BOMCMC_DEBUG=1 to see the traceback of an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+PROG = "bomcmc"
+EXIT_USAGE = 2
+EXIT_INTERNAL = 1
+EXIT_INTERRUPT = 130
+
+
+class _UsageError(Exception):
+    """An argparse usage error, turned into one line by `main`."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (no usage dump), reported by `main`."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        raise _UsageError(message)
+
+
+# ---------------------------------------------------------------------------------------
+# Argument types (argparse reports "argument --draws: <message>")
+# ---------------------------------------------------------------------------------------
+def _int(text: str, lo: int, what: str) -> int:
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if v < lo:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return v
+
+
+def probability(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}") from None
+    if not 0.0 < v < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}")
+    return v
+
+
+def positive_int(text: str) -> int:
+    return _int(text, 1, "a positive integer")
+
+
+def nonneg_int(text: str) -> int:
+    return _int(text, 0, "a non-negative integer")
+
+
+def _float(text: str, positive: bool, what: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if not math.isfinite(v) or v < 0 or (positive and v == 0):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    return _float(text, True, "a positive finite number")
+
+
+def nonneg_float(text: str) -> float:
+    return _float(text, False, "a non-negative finite number")
+
+
+# ---------------------------------------------------------------------------------------
+# The parser
+# ---------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    p = _Parser(prog=PROG, description="MCMC that needs no hand-tuning.")
+    p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    sub.add_parser("posteriors", help="list the built-in posteriors",
+                   description="List the built-in posteriors with a one-line description.")
+
+    s = sub.add_parser("sample", help="sample a built-in posterior into a run directory",
+                       description="Sample a built-in posterior; every finished chunk lands in "
+                                   "--out DIR, so an interrupted run continues with "
+                                   "`bomcmc resume DIR`.")
+    s.add_argument("--posterior", required=True, metavar="NAME",
+                   help="built-in posterior (see `bomcmc posteriors`)")
+    s.add_argument("--sampler", default="hmc", metavar="NAME", help="sampler (default: hmc)")
+    s.add_argument("--out", required=True, metavar="DIR", help="run directory (required)")
+    s.add_argument("--chains", type=positive_int, default=4, help="chains (default: 4)")
+    s.add_argument("--draws", type=positive_int, default=1000,
+                   help="draws per chain kept after warm-up (default: 1000)")
+    s.add_argument("--warmup", type=nonneg_int, default=1000,
+                   help="warm-up transitions per chain (default: 1000)")
+    s.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default: 0)")
+    s.add_argument("--thin", type=positive_int, default=1,
+                   help="keep every K-th transition (default: 1)")
+    s.add_argument("--chunk-size", type=positive_int, default=None, metavar="K",
+                   help="draws per compiled chunk written to disk (default: min(100, draws))")
+    s.add_argument("--float64", action="store_true", help="sample in 64-bit floats")
+    s.add_argument("--overwrite", action="store_true",
+                   help="replace the contents of a non-empty --out directory")
+    s.add_argument("--init-jitter", type=nonneg_float, default=0.0, metavar="X",
+                   help="scale of the random jitter of each chain's start (default: 0)")
+    knobs = s.add_argument_group("sampler knobs (only those given are passed; the sampler's "
+                                 "defaults apply to the rest)")
+    knobs.add_argument("--step-size", type=positive_float, default=None, metavar="E",
+                       help="leapfrog step size ε")
+    knobs.add_argument("--steps", type=positive_int, default=None, metavar="L",
+                       help="leapfrog steps per transition (the maximum with --random-steps)")
+    knobs.add_argument("--random-steps", action="store_const", const=True, default=None,
+                       help="draw the number of steps uniformly from 1..L at each transition")
+    knobs.add_argument("--target-accept", type=probability, default=None, metavar="P",
+                       help="warm-up target acceptance (default: 0.8)")
+    knobs.add_argument("--dense-mass", action="store_const", const=True, default=None,
+                       help="nuts: adapt a dense mass matrix (default: diagonal)")
+    knobs.add_argument("--max-tree-depth", type=positive_int, default=None, metavar="D",
+                       help="nuts: maximum tree depth (default: 10)")
+    ahmc = s.add_argument_group("adaptive HMC (--sampler ahmc: the GP bandit tunes ε and L; "
+                                "only the options given are passed)")
+    ahmc.add_argument("--eps-bounds", type=positive_float, nargs=2, default=None,
+                      metavar=("A", "B"), help="the step-size box (default: [ε₀/10, 10 ε₀] "
+                      "around Stan's heuristic ε₀)")
+    ahmc.add_argument("--steps-bounds", type=positive_int, nargs=2, default=None,
+                      metavar=("A", "B"), help="the trajectory-length box (default: 1 100)")
+    ahmc.add_argument("--reward", choices=("esjd", "ess", "acf"), default=None,
+                      help="the bandit's reward (default: esjd, ESJD/√L)")
+    ahmc.add_argument("--mass", choices=("diag", "identity"), default=None,
+                      help="learn a diagonal metric in burn-in (default: diag)")
+    ahmc.add_argument("--acquisition", choices=("ucb", "ei"), default=None,
+                      help="acquisition function (default: ucb, annealed)")
+    ahmc.add_argument("--schedule", choices=("inverse_sqrt", "exponential", "power"),
+                      default=None, help="annealing schedule p_i (default: inverse_sqrt)")
+    ahmc.add_argument("--bo-steps", type=positive_int, default=None, metavar="K",
+                      help="BO steps in burn-in (default: 100; m = warmup // K transitions each)")
+    s.add_argument("--adapt", default=None, metavar="NAME",
+                   help="warm-up adaptation: 'window' (Stan's; the default for nuts) or 'none'")
+    _output_flags(s)
+
+    r = sub.add_parser("resume", help="continue an interrupted run",
+                       description="Continue a run directory from its last complete chunk.")
+    r.add_argument("dir", metavar="DIR", help="run directory")
+    _output_flags(r)
+
+    m = sub.add_parser("summary", help="summarize a finished run",
+                       description="Print the diagnostics of a finished run and write "
+                                   "trace.png and autocorr.png into its directory (and, for "
+                                   "an ahmc run, reward_surface.png and reward_slice.png).")
+    m.add_argument("dir", metavar="DIR", help="run directory")
+    m.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    from . import bnn as cli_bnn
+
+    cli_bnn.add_parsers(sub, {"positive_int": positive_int, "nonneg_int": nonneg_int,
+                              "positive_float": positive_float, "probability": probability,
+                              "parser_class": _Parser})
+    return p
+
+
+def _output_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true",
+                   help="print the summary as JSON instead of the table")
+
+
+# knob flag -> keyword argument of bomcmc.sample
+KNOB_FLAGS = {"step_size": "step_size", "steps": "steps", "random_steps": "random_steps",
+              "target_accept": "target_accept", "dense_mass": "dense_mass",
+              "max_tree_depth": "max_tree_depth", "eps_bounds": "eps_bounds",
+              "steps_bounds": "steps_bounds", "reward": "reward", "mass": "mass",
+              "acquisition": "acquisition", "schedule": "schedule", "bo_steps": "bo_steps"}
+
+
+def sample_kwargs(args: argparse.Namespace) -> dict:
+    """The keyword arguments of `bomcmc.sample` for a parsed `sample` command."""
+    kw = dict(
+        posterior=args.posterior, sampler=args.sampler, chains=args.chains, draws=args.draws,
+        warmup=args.warmup, seed=args.seed, out=args.out, thin=args.thin,
+        chunk_size=args.chunk_size, progress=not args.no_progress, float64=args.float64,
+        init_jitter=args.init_jitter, overwrite=args.overwrite,
+    )
+    if args.adapt is not None:
+        kw["adapt"] = None if args.adapt == "none" else args.adapt
+    for flag, kwarg in KNOB_FLAGS.items():
+        v = getattr(args, flag)
+        if v is not None:
+            kw[kwarg] = v
+    return kw
+
+
+# ---------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------
+def _cmd_posteriors(args) -> int:
+    from .. import models
+
+    desc = models.describe()
+    width = max((len(n) for n in desc), default=0)
+    for name, text in desc.items():
+        print(f"{name:<{width}}  {text}")
+    return 0
+
+
+def _summarize(result) -> dict:
+    from ..diagnostics import summarize
+
+    return summarize(result.idata, result.totals)
+
+
+def _report(result, run_dir: Path, as_json: bool, summary: dict | None = None) -> None:
+    """Print the summary (table or JSON) and write the plots into the run directory."""
+    import warnings
+
+    from ..diagnostics import plots
+    from ..diagnostics import format_table
+    from ..tuning.gp_bandit import summarize_tuning
+
+    # ArviZ and numpy warn (0/0 in R-hat, constant chains, ...) where the table shows nan:
+    # on the command line that is noise on stderr.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        summary = summary if summary is not None else _summarize(result)
+        tuning = summarize_tuning(result.idata)
+        if tuning is not None:
+            summary = {**summary, "tuning": _clean_json(tuning)}
+        if as_json:
+            print(json.dumps(summary))
+        else:
+            print(format_table(summary))
+            if tuning is not None:
+                print(_format_tuning(tuning))
+        sys.stdout.flush()
+        plots.plot_trace(result.idata, run_dir / "trace.png")
+        plots.plot_autocorr(result.idata, run_dir / "autocorr.png")
+        if tuning is not None:
+            plots.plot_reward_surface(result.idata, run_dir / "reward_surface.png")
+            plots.plot_reward_slice(result.idata, run_dir / "reward_slice.png")
+
+
+def _clean_json(obj):
+    from ..diagnostics import clean_json
+
+    return clean_json(obj)
+
+
+def _format_tuning(t: dict) -> str:
+    """Two lines on the bandit of an adaptive run (the `tuning` group)."""
+    best = t.get("best") or {}
+    lines = [
+        f"GP bandit: {t['bo_steps']} BO steps ({t['bo_steps_warmup']} in warm-up), "
+        f"{t['proposals']} proposals, {t['distinct_settings']} settings tried"
+        + (f", {t['gp_resets']} GP resets (metric updates)" if "gp_resets" in t else ""),
+        f"final step size {t['final']['step_size']:.4g}, L {t['final']['num_steps']}"
+        + (f"; incumbent step size {best['step_size']:.4g}, L {best['num_steps']}"
+           if best else "")
+        + f"; box eps [{t['eps_bounds'][0]:.3g}, {t['eps_bounds'][1]:.3g}] x "
+          f"L [{t['steps_bounds'][0]:g}, {t['steps_bounds'][1]:g}]",
+    ]
+    return "\n".join(lines)
+
+
+def _check_run_dir(path) -> dict:
+    """The run configuration of DIR, or a one-line BomcmcError saying what DIR is instead."""
+    from ..errors import BomcmcError
+    from ..store import DiskStore
+
+    p = Path(path)
+    if not p.exists():
+        raise BomcmcError(f"{p}: no such run directory")
+    if not p.is_dir():
+        raise BomcmcError(f"{p}: not a directory")
+    if not (p / "config.json").is_file():
+        raise BomcmcError(f"{p}: not a bomcmc run directory (no config.json)")
+    return DiskStore(p).config()
+
+
+def _cmd_sample(args) -> int:
+    import bomcmc
+
+    bomcmc.enable_compilation_cache()
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise bomcmc.BomcmcError(f"{out}: exists and is not a directory")
+    result = bomcmc.sample(**sample_kwargs(args))
+    _report(result, Path(result.path or out), args.json)
+    return 0
+
+
+def _cmd_resume(args) -> int:
+    import bomcmc
+
+    bomcmc.enable_compilation_cache()
+    _check_run_dir(args.dir)
+    result = bomcmc.resume(args.dir, progress=not args.no_progress)
+    _report(result, Path(result.path or args.dir), args.json)
+    return 0
+
+
+def _cmd_summary(args) -> int:
+    import bomcmc
+
+    bomcmc.enable_compilation_cache()
+    # load() reads only idata.nc and run.json; check config.json too, so a damaged run
+    # directory is reported rather than half-trusted.
+    _check_run_dir(args.dir)
+    result = bomcmc.load(args.dir)
+    _report(result, Path(args.dir), args.json, summary=_summarize(result))
+    return 0
+
+
+def _cli_bnn():
+    from . import bnn as cli_bnn
+
+    return cli_bnn
+
+
+COMMANDS = {
+    "posteriors": _cmd_posteriors,
+    "sample": _cmd_sample,
+    "resume": _cmd_resume,
+    "summary": _cmd_summary,
+    "bnn": lambda args: _cli_bnn().cmd_bnn(args),
+    "demo": lambda args: _cli_bnn().cmd_demo(args),
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------
+def _one_line(text) -> str:
+    text = " ".join(str(text).split())
+    return text or "(no message)"
+
+
+def _fail(message, code: int, kind: str = "error") -> int:
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001 - a closed stdout must not hide the error line
+        pass
+    print(f"{PROG}: {kind}: {_one_line(message)}", file=sys.stderr, flush=True)
+    return code
+
+
+def _os_message(e: OSError) -> str:
+    if e.filename is not None and e.strerror:
+        where = f"{e.filename} -> {e.filename2}" if e.filename2 is not None else f"{e.filename}"
+        return f"{where}: {e.strerror}"
+    return e.strerror or str(e) or type(e).__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (the console script exits with it)."""
+    debug = bool(os.environ.get("BOMCMC_DEBUG"))
+    args = None
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as e:  # --help / --version
+            return e.code if isinstance(e.code, int) else 0
+        return COMMANDS[args.command](args)
+    except _UsageError as e:
+        return _fail(e, EXIT_USAGE)
+    except KeyboardInterrupt:
+        return _fail(_interrupted_message(args), EXIT_INTERRUPT)
+    except BrokenPipeError:
+        # e.g. `bomcmc posteriors | head -1`: not an error; silence the flush at exit
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        except OSError:
+            pass
+        return 0
+    except ValueError as e:  # BomcmcError and other bad input
+        if debug and not _is_bomcmc_error(e):
+            raise
+        return _fail(e, EXIT_USAGE)
+    except OSError as e:
+        if debug:
+            raise
+        return _fail(_os_message(e), EXIT_USAGE)
+    except Exception as e:  # noqa: BLE001
+        if debug:
+            raise
+        return _fail(f"{type(e).__name__}: {_one_line(e)} (set BOMCMC_DEBUG=1 for the traceback)",
+                     EXIT_INTERNAL, kind="internal error")
+
+
+def _interrupted_message(args) -> str:
+    run_dir = getattr(args, "out", None) or getattr(args, "dir", None)
+    if getattr(args, "command", None) in ("sample", "resume") and run_dir is not None \
+            and (Path(run_dir) / "config.json").exists():
+        return f"interrupted (continue the run with `bomcmc resume {run_dir}`)"
+    return "interrupted"
+
+
+def _is_bomcmc_error(e: BaseException) -> bool:
+    from ..errors import BomcmcError
+
+    return isinstance(e, BomcmcError)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

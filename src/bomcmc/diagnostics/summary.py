@@ -1,0 +1,180 @@
+"""Diagnostics: ArviZ's ESS, R-hat and MCSE, plus the measures the source documents report.
+
+- bulk and tail ESS, rank-normalised split R-hat, MCSE of the mean: ArviZ (Vehtari et al. 2021);
+- ESS per gradient evaluation and ESS per second, each as min / median / max over all
+  coordinates (seed 002 §5: "we report the minimum, median and maximum ESS/L"); gradient
+  evaluations are summed over chains and over the sampling phase only (warm-up is reported
+  apart, `n_grad_warmup`);
+- auto-correlation functions (seed 000 Figs 2.3-2.4).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+
+def clean_json(x):
+    """NaN/inf -> None so the result is valid JSON; numpy -> Python."""
+    if isinstance(x, dict):
+        return {k: clean_json(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [clean_json(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return clean_json(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        x = float(x)
+        return x if math.isfinite(x) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def min_median_max(values) -> dict:
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return {"min": None, "median": None, "max": None}
+    return {"min": float(v.min()), "median": float(np.median(v)), "max": float(v.max())}
+
+
+def efficiency(ess, n_grad: float, wall_s: float) -> dict:
+    """ESS per gradient evaluation and per second over coordinates (seed 002 §5)."""
+    ess = np.asarray(ess, dtype=float).ravel()
+    return {
+        "ess_per_grad": min_median_max(ess / n_grad) if n_grad > 0 else min_median_max([]),
+        "ess_per_s": min_median_max(ess / wall_s) if wall_s > 0 else min_median_max([]),
+    }
+
+
+def run_totals(idata) -> dict:
+    attrs = idata.posterior.attrs
+    if "totals" not in attrs:
+        return {}
+    return json.loads(attrs["totals"])
+
+
+def flat_ess(idata, method: str = "bulk") -> np.ndarray:
+    """ESS of every scalar coordinate of every posterior variable, as one vector."""
+    import arviz as az
+
+    ess = az.ess(idata, method=method)
+    return np.concatenate([np.asarray(ess[v]).ravel() for v in ess.data_vars])
+
+
+def summarize(idata, totals: dict | None = None) -> dict:
+    """Per-variable mean, sd, MCSE, bulk/tail ESS, R-hat; per-run efficiency.
+
+    The layout is the contract of `bomcmc summary --json` (issue 2 §7)."""
+    import arviz as az
+
+    post = idata.posterior
+    ess_bulk = az.ess(idata, method="bulk")
+    ess_tail = az.ess(idata, method="tail")
+    mcse = az.mcse(idata, method="mean")
+    n_chains = post.sizes.get("chain", 1)
+    rhat = az.rhat(idata) if n_chains > 1 else None
+    variables = {}
+    for name in post.data_vars:
+        x = post[name]
+        variables[name] = {
+            "mean": x.mean(("chain", "draw")).values,
+            "sd": x.std(("chain", "draw"), ddof=1).values,
+            "mcse_mean": mcse[name].values,
+            "ess_bulk": ess_bulk[name].values,
+            "ess_tail": ess_tail[name].values,
+            "r_hat": rhat[name].values if rhat is not None else np.full(x.shape[2:], np.nan),
+        }
+    totals = totals if totals is not None else run_totals(idata)
+    all_ess = np.concatenate([np.asarray(ess_bulk[v]).ravel() for v in ess_bulk.data_vars])
+    run = {
+        "n_grad": totals.get("n_grad"),
+        "n_grad_warmup": totals.get("n_grad_warmup"),
+        "wall_s": totals.get("wall_s"),
+        "wall_s_warmup": totals.get("wall_s_warmup"),
+        "compile_s": totals.get("compile_s"),
+        "wall_s_total": totals.get("wall_s_total"),
+        "tuner": totals.get("tuner"),
+        "tuner_s": totals.get("tuner_s"),
+        "tuner_share": _share(totals),
+        "divergences": totals.get("divergences"),
+        "accept_mean": totals.get("accept_mean"),
+        "chains": int(n_chains),
+        "draws": int(post.sizes.get("draw", 0)),
+        "ess_bulk": min_median_max(all_ess),
+        **efficiency(all_ess, totals.get("n_grad") or 0, totals.get("wall_s") or 0.0),
+    }
+    return clean_json({"variables": variables, "run": run})
+
+
+def _share(totals: dict) -> float | None:
+    """The tuner's host seconds over the warm-up + sampling seconds (which include them)."""
+    tuner_s = totals.get("tuner_s")
+    wall = (totals.get("wall_s") or 0.0) + (totals.get("wall_s_warmup") or 0.0)
+    return None if tuner_s is None or wall <= 0 else tuner_s / wall
+
+
+def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
+    """Auto-correlation of each chain along the last axis... of draws: x is (chains, draws);
+    returns (chains, max_lag + 1). Uses ArviZ's FFT estimator."""
+    import arviz as az
+
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    acf = np.stack([az.autocorr(c) for c in x])
+    if max_lag is not None:
+        acf = acf[:, : max_lag + 1]
+    return acf
+
+
+def format_table(summary: dict, max_rows: int = 40) -> str:
+    """A fixed-width table of the summary for the terminal."""
+    lines = [f"{'variable':<22}{'mean':>10}{'sd':>10}{'mcse':>10}{'ess_bulk':>10}"
+             f"{'ess_tail':>10}{'r_hat':>8}"]
+
+    def fmt(v, w, p):
+        if v is None:
+            return f"{'nan':>{w}}"
+        if abs(v) >= 10 ** (w - p - 3) or (v != 0 and abs(v) < 10 ** -p):
+            return f"{v:>{w}.{max(p, 2)}g}"
+        return f"{v:>{w}.{p}f}"
+
+    rows = 0
+    for name, s in summary["variables"].items():
+        arrs = {k: np.asarray(v, dtype=object).ravel() for k, v in s.items()}
+        n = len(arrs["mean"])
+        for i in range(n):
+            if rows >= max_rows:
+                lines.append(f"... ({sum(np.size(v['mean']) for v in summary['variables'].values()) - rows} more)")
+                break
+            label = name if n == 1 else f"{name}[{i}]"
+            lines.append(
+                f"{label:<22}{fmt(arrs['mean'][i], 10, 3)}{fmt(arrs['sd'][i], 10, 3)}"
+                f"{fmt(arrs['mcse_mean'][i], 10, 4)}{fmt(arrs['ess_bulk'][i], 10, 0)}"
+                f"{fmt(arrs['ess_tail'][i], 10, 0)}{fmt(arrs['r_hat'][i], 8, 3)}"
+            )
+            rows += 1
+    r = summary["run"]
+
+    def mmm(d, p):
+        return "/".join("nan" if d[k] is None else f"{d[k]:.{p}g}" for k in ("min", "median", "max"))
+
+    lines += [
+        "",
+        f"chains={r['chains']} draws={r['draws']} gradients={r['n_grad']} "
+        f"(warm-up {r['n_grad_warmup']}) wall={_s(r['wall_s'])} s "
+        f"(warm-up {_s(r['wall_s_warmup'])} s, compile {_s(r['compile_s'])} s)",
+        f"ESS bulk min/median/max      {mmm(r['ess_bulk'], 4)}",
+        f"ESS per gradient min/med/max {mmm(r['ess_per_grad'], 3)}",
+        f"ESS per second min/med/max   {mmm(r['ess_per_s'], 4)}",
+        f"divergences={r['divergences']} mean acceptance={_s(r['accept_mean'])}",
+    ]
+    if r.get("tuner") not in (None, "fixed") and r.get("tuner_share") is not None:
+        lines.append(f"tuner ({r['tuner']}) host time {_s(r['tuner_s'])} s "
+                     f"({100 * r['tuner_share']:.1f}% of warm-up + sampling)")
+    return "\n".join(lines)
+
+
+def _s(v):
+    return "nan" if v is None else f"{v:.3g}"

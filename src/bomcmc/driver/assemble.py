@@ -1,0 +1,117 @@
+"""The finished run as an ArviZ InferenceData, and its totals (gradients, seconds)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+
+from .._version import __version__
+from ..errors import BomcmcError
+from ..tuning.base import WARMUP
+from .engine import Run
+
+
+def assemble(run: Run, store, wall_total: float):
+    import arviz as az
+
+    spec, flat = run.spec, run.flat
+    pos, lp, stats = [], [], {}
+    warm_grad = samp_grad = 0
+    warm_wall = samp_wall = tuner_s = 0.0
+    history = []
+    for rec in store.chunks():
+        if "tuner_history" in rec:
+            history += json.loads(str(rec["tuner_history"]))
+        if "tuner_s" in rec:  # runs stored by bomcmc 0.1.0 before the tuner was timed lack it
+            tuner_s += float(rec["tuner_s"])
+        n_grad = int(rec["info.n_grad"].sum())
+        if int(rec["phase"]) == WARMUP:
+            warm_grad += n_grad
+            warm_wall += float(rec["wall_s"])
+            continue
+        samp_grad += n_grad
+        samp_wall += float(rec["wall_s"])
+        pos.append(rec["positions"])
+        lp.append(rec["lp"])
+        for k, v in rec.items():
+            if k.startswith("info."):
+                stats.setdefault(k[5:], []).append(v)
+    if not pos:
+        raise BomcmcError(f"the run has no sampling draws: max_grad={spec.max_grad} was "
+                          "reached during warm-up (raise max_grad or shorten the warm-up)")
+    positions = np.concatenate(pos, axis=1)
+    posterior = flat.split(positions)
+    sample_stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
+    sample_stats["lp"] = np.concatenate(lp, axis=1)
+    if "diverging" in sample_stats:
+        sample_stats["diverging"] = sample_stats["diverging"].astype(bool)
+    totals = {
+        "n_grad": samp_grad,
+        "n_grad_warmup": warm_grad,
+        "wall_s": samp_wall,
+        "wall_s_warmup": warm_wall,
+        "compile_s": run.compile_s,
+        "wall_s_total": wall_total,
+        # the host tuner and its seconds between chunks, inside wall_s + wall_s_warmup
+        "tuner": getattr(run.tuner, "name", type(run.tuner).__name__),
+        "tuner_s": tuner_s,
+        "divergences": int(sample_stats["diverging"].sum()) if "diverging" in sample_stats else 0,
+        "accept_mean": float(np.mean(sample_stats.get("acceptance_rate", np.nan))),
+        "chains": spec.chains,
+        "draws": int(sum(p.shape[1] for p in pos)),
+        "dim": flat.dim,
+        "devices": 1 if run.sharding is None else len(run.sharding.mesh.devices.ravel()),
+    }
+    attrs = {
+        "inference_library": "bomcmc",
+        "inference_library_version": __version__,
+        "sampler": spec.sampler,
+        "posterior": spec.posterior,
+        "seed": spec.seed,
+        "config": json.dumps(dataclasses.asdict(spec), sort_keys=True),
+        "totals": json.dumps(totals, sort_keys=True),
+    }
+    constrained = flat.constrained(positions)
+    idata = az.from_dict(posterior=constrained if constrained is not None else posterior,
+                         sample_stats=sample_stats, attrs=attrs)
+    if constrained is not None:
+        idata.add_groups(unconstrained_posterior=az.dict_to_dataset(posterior, library=None))
+    idata.posterior.attrs.update(attrs)  # group attrs survive every NetCDF round trip
+    if history:
+        add_tuning_group(idata, history, run.tuner.state_dict(history=False))
+    return idata, totals
+
+
+def add_tuning_group(idata, history: list[dict], state: dict) -> None:
+    """The tuner's history as the InferenceData group `tuning`: one row per BO step (dim
+    "step"), one variable per history key (None -> NaN; non-scalars as JSON text); the final
+    state (JSON) in its attrs."""
+    import warnings
+
+    import xarray as xr
+
+    keys = list(dict.fromkeys(k for h in history for k in h))
+    data = {}
+    for k in keys:
+        vals = [h.get(k) for h in history]
+        if all(isinstance(v, bool) for v in vals):
+            arr = np.asarray(vals, bool)
+        elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals):
+            arr = np.asarray(vals, np.int64)
+        elif all(v is None or isinstance(v, (int, float, np.number)) for v in vals):
+            arr = np.asarray([np.nan if v is None else float(v) for v in vals], np.float64)
+        else:
+            arr = np.asarray([json.dumps(v) for v in vals])
+        data[k] = ("step", arr)
+    ds = xr.Dataset(data, coords={"step": np.arange(len(history))},
+                    attrs={"tuner": str(state.get("name", "")), "tuner_state": json.dumps(state)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "tuning" is not an ArviZ scheme group
+        idata.add_groups(tuning=ds)
+
+
+def tuner_history(store) -> list[dict]:
+    """The full tuner history, from the entries every chunk record carries."""
+    return [h for rec in store.chunks() for h in json.loads(str(rec.get("tuner_history", "[]")))]

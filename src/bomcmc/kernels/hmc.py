@@ -1,0 +1,152 @@
+"""Hamiltonian Monte Carlo with fixed or random trajectory length.
+
+Seed 000 Alg. 1 (one transition: fresh momentum, L leapfrog steps, Metropolis accept);
+seed 002 §4 / SPECS.md §A.4 (random length L_r ~ U{1..L} drawn at each transition);
+seed 004 Alg. 3 (per-coordinate step sizes, here a diagonal inverse mass matrix).
+
+Pure functions on one chain, in the style of BlackJAX: `init(position, logdensity_fn)` and
+`step(key, state, logdensity_fn, knobs) -> (state, info)`. All knobs are array arguments, so
+changing the step size, L or the mass between calls never recompiles.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..config import float_dtype
+from ..errors import BomcmcError
+from ..validation import positive_number, whole_number
+from .base import Kernel
+from .integrators import IntegratorState, kinetic_energy, leapfrog
+
+MAX_ENERGY_ERROR = 1000.0  # |ΔH| above this is a divergence (Stan's and BlackJAX's default)
+
+
+class HMCState(NamedTuple):
+    position: jax.Array
+    logdensity: jax.Array
+    logdensity_grad: jax.Array
+
+
+class HMCKnobs(NamedTuple):
+    step_size: jax.Array  # ε
+    num_steps: jax.Array  # L (the maximum when random_steps)
+    inverse_mass_matrix: jax.Array  # diagonal M⁻¹, shape (d,)
+    random_steps: jax.Array  # bool: draw L_r ~ U{1..L} per transition
+
+
+class HMCInfo(NamedTuple):
+    acceptance_rate: jax.Array  # min(1, exp(-ΔH)), 0 for a divergence
+    energy: jax.Array  # H at the start of the transition
+    energy_error: jax.Array  # ΔH = H(proposal) - H(start)
+    diverging: jax.Array  # non-finite ΔH or ΔH > MAX_ENERGY_ERROR
+    n_grad: jax.Array  # gradient evaluations spent
+    n_steps: jax.Array  # leapfrog steps taken (L_r or L)
+    sq_jump: jax.Array  # ||x_{t+1} - x_t||²
+    esjd: jax.Array  # a · ||x* - x_t||²: Rao-Blackwellised jump (SPECS.md §A.1)
+    step_size: jax.Array
+
+
+def init(position: jax.Array, logdensity_fn: Callable) -> HMCState:
+    logp, grad = jax.value_and_grad(logdensity_fn)(position)
+    return HMCState(position, logp, grad)
+
+
+def trajectory_length(u: jax.Array, knobs: HMCKnobs) -> jax.Array:
+    """L, or L_r ~ U{1, ..., L} when random_steps (seed 002; SPECS.md §A.4 b: ceil(rand·L)),
+    from one uniform u ∈ [0, 1)."""
+    num_steps = jnp.asarray(knobs.num_steps, jnp.int32)
+    drawn = jnp.clip(1 + jnp.floor(u * num_steps).astype(jnp.int32), 1, num_steps)
+    return jnp.where(knobs.random_steps, drawn, num_steps)
+
+
+def metropolis(logdensity0, end: IntegratorState, momentum0, inv_mass, u_accept,
+               max_energy_error: float = MAX_ENERGY_ERROR):
+    """The Metropolis test of a trajectory from (x₀, p₀) to `end`: H = −log π + ½ pᵀM⁻¹p,
+    ΔH = H(end) − H₀; a divergence (ΔH not finite or above `max_energy_error`) is rejected.
+    Returns (H₀, ΔH, diverging, acceptance probability min(1, e^{−ΔH}), accepted)."""
+    energy0 = -logdensity0 + kinetic_energy(momentum0, inv_mass)
+    energy1 = -end.logdensity + kinetic_energy(end.momentum, inv_mass)
+    delta = energy1 - energy0
+    diverging = ~jnp.isfinite(delta) | (delta > max_energy_error)
+    accept_prob = jnp.where(diverging, 0.0, jnp.minimum(1.0, jnp.exp(-delta)))
+    return energy0, delta, diverging, accept_prob, u_accept < accept_prob
+
+
+def step(
+    key: jax.Array,
+    state: HMCState,
+    logdensity_fn: Callable,
+    knobs: HMCKnobs,
+    max_energy_error: float = MAX_ENERGY_ERROR,
+) -> tuple[HMCState, HMCInfo]:
+    """One HMC transition (seed 000 Alg. 1)."""
+    # Two random streams per transition: the momentum, and two uniforms (accept, L_r).
+    key_p, key_u = jax.random.split(key)
+    u_accept, u_steps = jax.random.uniform(key_u, (2,), state.position.dtype)
+    inv_mass = knobs.inverse_mass_matrix
+    # p ~ N(0, M): with M = diag(1 / inv_mass)
+    momentum = jax.random.normal(key_p, state.position.shape, state.position.dtype)
+    momentum = momentum / jnp.sqrt(inv_mass)
+    n = trajectory_length(u_steps, knobs)
+    start = IntegratorState(state.position, momentum, state.logdensity, state.logdensity_grad)
+    end = leapfrog(start, logdensity_fn, knobs.step_size, inv_mass, n)
+
+    energy0, delta, diverging, accept_prob, accept = metropolis(
+        state.logdensity, end, momentum, inv_mass, u_accept, max_energy_error)
+
+    new_state = jax.tree_util.tree_map(
+        lambda new, old: jnp.where(accept, new, old),
+        HMCState(end.position, end.logdensity, end.logdensity_grad),
+        state,
+    )
+    prop_jump = jnp.sum((end.position - state.position) ** 2)
+    esjd = jnp.where(diverging | ~jnp.isfinite(prop_jump), 0.0, accept_prob * prop_jump)
+    info = HMCInfo(
+        acceptance_rate=accept_prob,
+        energy=energy0,
+        energy_error=delta,
+        diverging=diverging,
+        n_grad=n,
+        n_steps=n,
+        sq_jump=jnp.sum((new_state.position - state.position) ** 2),
+        esjd=esjd,
+        step_size=jnp.asarray(knobs.step_size, state.position.dtype),
+    )
+    return new_state, info
+
+
+def default_knobs(
+    dim: int,
+    step_size: float = 0.1,
+    steps: int = 10,
+    random_steps: bool = False,
+    inverse_mass_matrix=None,
+) -> HMCKnobs:
+    """Validated knobs for one chain."""
+    positive_number("step_size", step_size)
+    whole_number("steps (L)", steps)
+    if inverse_mass_matrix is None:
+        inv_mass = np.ones((dim,))
+    else:
+        inv_mass = np.asarray(inverse_mass_matrix, dtype=float)
+        if inv_mass.shape != (dim,):
+            raise BomcmcError(
+                f"inverse_mass_matrix must be a diagonal of shape ({dim},), got {inv_mass.shape}"
+            )
+        if not np.all(np.isfinite(inv_mass) & (inv_mass > 0)):
+            raise BomcmcError("inverse_mass_matrix must be positive and finite")
+    dtype = float_dtype()
+    return HMCKnobs(
+        step_size=np.asarray(step_size, dtype),
+        num_steps=np.asarray(int(steps), np.int32),
+        inverse_mass_matrix=inv_mass.astype(dtype),
+        random_steps=np.asarray(bool(random_steps)),
+    )
+
+
+kernel = Kernel(name="hmc", init=init, step=step, make_knobs=default_knobs)

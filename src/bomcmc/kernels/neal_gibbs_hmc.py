@@ -1,0 +1,154 @@
+"""Neal's Gibbs-within-HMC for Bayesian neural networks, built for one model.
+
+Seed 004 §3.3–3.4 (Choo): alternately draw every hyperparameter γ from P(γ | θ, data) by
+Gibbs sampling and update the weights θ by HMC leaving P(θ | γ, data) invariant; seed 004
+§2.3.2, Alg. 3: per-parameter step sizes εᵢ = η·(∂²E/∂θᵢ²)^{-1/2} set from the current
+hyperparameters only (so the trajectory stays reversible); SPECS.md §E.2–E.4 (FBM
+`net-mc.c`: `sample-sigmas heatbath hybrid L η`).
+
+One transition (a "super-transition" of FBM's `mc-spec sample-sigmas heatbath hybrid L η`):
+
+1. Gibbs: every stored precision drawn from its exact conditional given the weights
+   (`BNN.gibbs`: Gamma conditionals, and exact draws for upper levels and t-distributed
+   groups); the noise precisions given the residuals. Each part can be switched off at run
+   time (`sample_sigmas`, `sample_noise`), e.g. for FBM's warm-up with fixed hyperparameters.
+2. Step sizes εᵢ = η / √(cᵢ) with cᵢ Neal's curvature estimate from the new precisions
+   (`BNN.curvature`).
+3. HMC on the weights only (the log-precisions stay fixed): fresh momentum, L leapfrog steps,
+   Metropolis accept. Per-coordinate step sizes are the leapfrog with step η and diagonal
+   inverse mass 1/cᵢ (seed 004 eqs. 2.19–2.20: the mass-absorbed form), so
+   `integrators.leapfrog` is reused unchanged.
+
+The position is the model's flat vector `[log τ…, w…]`; the state stores the joint log
+density (the driver records it as `lp`) and its gradient in the weights (the log-precision
+part of `logdensity_grad` is zero: the Gibbs step does not need it). Knobs are runtime arrays:
+`step_size` (= η, FBM's step-size adjustment factor), `num_steps` (= L), `random_steps`,
+`sample_sigmas`, `sample_noise`. Named `step_size` and `num_steps` as HMC's, so the same
+tuners (the GP bandit over η × L of Wang's robot-arm runs) drive it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import BomcmcError
+from ..config import float_dtype
+from ..validation import positive_number, whole_number
+from .base import Kernel
+from .hmc import MAX_ENERGY_ERROR, HMCInfo, HMCState, metropolis, trajectory_length
+from .integrators import IntegratorState, leapfrog
+
+NealState = HMCState
+NealInfo = HMCInfo  # step_size reports η
+
+
+class NealKnobs(NamedTuple):
+    step_size: jax.Array  # η: step-size adjustment factor (FBM's ε_adj)
+    num_steps: jax.Array  # L (the maximum when random_steps)
+    random_steps: jax.Array  # bool: L_r ~ U{1..L} per transition
+    sample_sigmas: jax.Array  # bool: Gibbs-update the weight-group precisions
+    sample_noise: jax.Array  # bool: Gibbs-update the noise precisions
+
+
+def gibbs_then_condition(model, key, x0, knobs, logdensity_fn):
+    """The Gibbs half of a Gibbs-within-MCMC transition (seed 004 §3.4): draw every stored
+    precision given the weights, then return the weights' conditional given them —
+    (log-precisions, weights, log p(w | τ, data) as a function, its value and gradient at the
+    weights, Neal's inverse curvature 1/c as the metric (SPECS §E.3))."""
+    dtype = x0.dtype
+    tree = model.gibbs(key, model.unravel(x0), knobs.sample_sigmas, knobs.sample_noise)
+    x = model.ravel(tree).astype(dtype)
+    hyper, w0 = x[:model.n_hyper], x[model.n_hyper:]
+
+    def cond_logdensity(w):
+        return logdensity_fn(jnp.concatenate([hyper, w]))
+
+    logp, grad = jax.value_and_grad(cond_logdensity)(w0)
+    inv_mass = 1.0 / model_curvature_flat(model, tree).astype(dtype)
+    return hyper, w0, cond_logdensity, logp, grad, inv_mass
+
+
+def neal_step_sizes(model, position_tree, eta):
+    """Flat per-weight step sizes ε = η / √c (c = `model.curvature`), in weight order."""
+    return eta / jnp.sqrt(model_curvature_flat(model, position_tree))
+
+
+def neal_kernel(model, name: str = "neal_gibbs") -> Kernel:
+    """Neal's Gibbs-within-HMC `Sampler` for a `bomcmc.models.bnn.BNN` (use it with
+    `bomcmc.sample(model.posterior(), sampler=neal_sampler(model), ...)`)."""
+    n_hyper, dim = model.n_hyper, model.dim
+
+    def init(position, logdensity_fn):
+        logp, grad = jax.value_and_grad(logdensity_fn)(position)
+        return NealState(position, logp, grad)
+
+    def step(key, state, logdensity_fn, knobs, max_energy_error=MAX_ENERGY_ERROR):
+        k_gibbs, k_p, k_u = jax.random.split(key, 3)
+        x0 = state.position
+        dtype = x0.dtype
+        # 1–2. Gibbs draws of the precisions; Neal's step sizes ε_i = η·c_i^{-1/2} from them
+        hyper, w0, cond_logdensity, logp, grad, inv_mass = gibbs_then_condition(
+            model, k_gibbs, x0, knobs, logdensity_fn)
+        eta = jnp.asarray(knobs.step_size, dtype)
+        # 3. HMC on the weights
+        u_accept, u_steps = jax.random.uniform(k_u, (2,), dtype)
+        momentum = jax.random.normal(k_p, w0.shape, dtype) / jnp.sqrt(inv_mass)
+        n = trajectory_length(u_steps, knobs)
+        start = IntegratorState(w0, momentum, logp, grad)
+        end = leapfrog(start, cond_logdensity, eta, inv_mass, n)
+        energy0, delta, diverging, accept_prob, accept = metropolis(
+            logp, end, momentum, inv_mass, u_accept, max_energy_error)
+        w1 = jnp.where(accept, end.position, w0)
+        logp1 = jnp.where(accept, end.logdensity, logp)
+        grad_w = jnp.where(accept, end.logdensity_grad, grad)
+        x1 = jnp.concatenate([hyper, w1])
+        # Only the weight part of the gradient is used (and maintained); the log-precision
+        # part is set to zero rather than left stale.
+        full_grad = jnp.concatenate([jnp.zeros((n_hyper,), dtype), grad_w])
+        new_state = NealState(x1, logp1, full_grad)
+        prop_jump = jnp.sum((jnp.concatenate([hyper, end.position]) - x0) ** 2)
+        esjd = jnp.where(diverging | ~jnp.isfinite(prop_jump), 0.0, accept_prob * prop_jump)
+        info = NealInfo(
+            acceptance_rate=accept_prob,
+            energy=energy0,
+            energy_error=delta,
+            diverging=diverging,
+            n_grad=n + 1,  # L leapfrog gradients + one at the start (the precisions changed)
+            n_steps=n,
+            sq_jump=jnp.sum((x1 - x0) ** 2),
+            esjd=esjd,
+            step_size=eta,
+        )
+        return new_state, info
+
+    def make_knobs(d: int, step_size: float | None = None, steps: int = 100,
+                   random_steps: bool = False, sample_sigmas: bool = True,
+                   sample_noise: bool = True, eta: float | None = None) -> NealKnobs:
+        if d != dim:
+            raise BomcmcError(f"sampler '{name}' was built for a model of dimension {dim}, "
+                              f"but the posterior has dimension {d}")
+        if step_size is not None and eta is not None:
+            raise BomcmcError("give the step-size adjustment factor once: eta= or step_size=")
+        eta = 0.1 if step_size is None and eta is None else (eta if eta is not None else step_size)
+        positive_number("eta (step_size)", eta)
+        whole_number("steps (L)", steps)
+        dtype = float_dtype()
+        return NealKnobs(
+            step_size=np.asarray(eta, dtype),
+            num_steps=np.asarray(int(steps), np.int32),
+            random_steps=np.asarray(bool(random_steps)),
+            sample_sigmas=np.asarray(bool(sample_sigmas)),
+            sample_noise=np.asarray(bool(sample_noise)),
+        )
+
+    return Kernel(name=name, init=init, step=step, make_knobs=make_knobs)
+
+
+def model_curvature_flat(model, tree) -> jax.Array:
+    """`model.curvature(tree)` as one vector in the weights' ravel order."""
+    curv = model.curvature(tree)
+    return jnp.concatenate([jnp.ravel(curv[k]) for k in sorted(curv)])

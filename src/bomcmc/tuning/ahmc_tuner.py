@@ -1,0 +1,287 @@
+"""Adaptive HMC (AHMC) as a sampler: `sample(..., sampler="ahmc")`.
+
+The HMC kernel (`samplers.hmc`) with a random trajectory length L_r ~ U{1..L} (seed 002 §4;
+SPECS.md §A.4 b), driven by a GP bandit that tunes the shared (ε, L) while the chains run
+(`tuning.gp_bandit.GPBanditTuner`; seed 002 §3, seed 000 Alg. 3), on the paper's schedule:
+
+- burn-in of B = `warmup` transitions: k = min(100, B) BO steps, each a super-transition of
+  m = ⌊B/k⌋ transitions (the first B mod k of them one longer, so the k steps cover B exactly);
+  p_i = 1 for those k steps (seed 002 §5, "k = 100, m = B/k"; SPECS §A.3–A.4);
+- sampling: BO steps of m transitions go on, and each proposes new knobs with probability
+  p_i = (i − k + 1)^{−1/2} (infinite, vanishing adaptation, seed 002 §4).
+
+The start is the authors' too (SPECS §A.4 step 0): each chain's initial point is moved
+by at most 100 L-BFGS iterations towards the mode (`find_mode`, in `init`).
+
+Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler"):
+
+- **The ε box is relative** when the user gives none: [ε₀/10, 10 ε₀], ε₀ the median over
+  chains of Stan's step-size heuristic (`window_adaptation.init_stepsize`) at the starting
+  points. L ∈ {1..100} (the paper's logistic-regression box).
+- **A diagonal metric** (`mass="diag"`, the default): positions of the burn-in super-
+  transitions in the windows (10%, 25%] and (25%, 50%] of the k BO steps, pooled over chains,
+  feed a Welford estimator; at the end of each window M⁻¹ ← Stan's regularised variance,
+  divided by its smallest entry (scaling M⁻¹ by c is scaling ε by √c, so this keeps ε in the
+  units of the identity metric and a user's box stays meaningful). The rewards seen so far
+  were earned under the old metric, so the GP is reset (`GPBanditTuner.reset_gp`), the
+  relative box is re-centred on the heuristic's ε₀ for the new metric at the chains' current
+  positions, and the bandit restarts from the box's lower corner. p_i goes on counting.
+
+The tuner is rebuilt from the options recorded in config.json (`RunSpec.tuner_options`), so
+`bomcmc resume DIR` continues a run exactly.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..adaptation.welford import stan_regularize, welford_merge
+from ..errors import BomcmcError
+from ..kernels import hmc
+from ..validation import choice, integer, pair
+from .base import SAMPLING, WARMUP
+from .gp_bandit import GPBanditTuner
+
+BO_STEPS = 100  # k: BO steps during burn-in (seed 002 §5)
+DEFAULT_M = 10  # transitions per BO step when there is no burn-in (m = ⌊1000/100⌋)
+EPS_FACTORS = (0.1, 10.0)  # the relative ε box: [ε₀/10, 10 ε₀]
+MASS_WINDOWS = (0.10, 0.25, 0.50)  # metric windows, as fractions of the k burn-in BO steps
+MIN_MASS_STEPS = 10  # fewer burn-in BO steps than this: no metric adaptation
+
+
+# ---------------------------------------------------------------------------------------
+# The tuner: GPBanditTuner + the paper's chunk lengths + the relative box + the metric
+# ---------------------------------------------------------------------------------------
+class AHMCTuner(GPBanditTuner):
+    """`GPBanditTuner` with AHMC's burn-in schedule, a relative ε box and an optional diagonal
+    metric learned in burn-in (module docstring). History entries carry "epoch": the number
+    of metric updates (GP resets) before the chunk.
+
+    Args:
+        warmup, thin: the run's burn-in transitions and thinning (for the chunk lengths).
+        bo_steps: k, the BO steps in burn-in (100); the schedule's k is min(k, warmup).
+        mass: "diag" (learn a diagonal metric in burn-in) or "identity" (keep the initial).
+        mass_windows: (start, end₁, end₂, …) fractions of the k burn-in BO steps.
+        eps_factors: the relative box [f₁ ε₀, f₂ ε₀] when eps_bounds is None.
+        logdensity_fn, start_positions: for Stan's step-size heuristic (the relative box).
+        other keyword arguments: GPBanditTuner's.
+    """
+
+    name = "ahmc"
+
+    def __init__(self, *, warmup: int, thin: int = 1, bo_steps: int = BO_STEPS,
+                 mass: str = "diag", mass_windows=MASS_WINDOWS, eps_factors=EPS_FACTORS,
+                 logdensity_fn=None, start_positions=None, **options):
+        if options.get("budget") is not None:
+            raise ValueError("AHMC sets its chunk lengths from the burn-in (no budget)")
+        if mass not in ("diag", "identity"):
+            raise ValueError(f"mass must be 'diag' or 'identity', got {mass!r}")
+        warmup, thin, bo_steps = int(warmup), max(1, int(thin)), int(bo_steps)
+        self.burn_steps = min(bo_steps, warmup)
+        self.m = warmup // self.burn_steps if self.burn_steps else DEFAULT_M
+        self.longer = warmup % self.burn_steps if self.burn_steps else 0
+        self.sampling_draws = max(1, self.m // thin)
+        super().__init__(k=max(self.burn_steps, 1), **options)
+        self.relative_box = options.get("eps_bounds") is None
+        self.eps_factors = tuple(float(f) for f in eps_factors)
+        self.mass = mass
+        self.windows = self._windows(mass_windows) if mass == "diag" else []
+        self.logdensity_fn = logdensity_fn
+        self.start_positions = start_positions
+        self.epoch = 0
+        self.welford: tuple[int, np.ndarray, np.ndarray] | None = None
+        self.eps0: float | None = None
+        self._heuristic_fn = None
+
+    def _windows(self, fractions) -> list[int]:
+        """BO step boundaries [b₀, b₁, …]: Welford takes steps b₀ < i ≤ b_last and a new
+        metric is set after steps b₁, b₂, …; empty windows dropped."""
+        if self.burn_steps < MIN_MASS_STEPS:
+            return []
+        bounds = []
+        for f in fractions:
+            b = int(round(float(f) * self.burn_steps))
+            if not bounds or b > bounds[-1]:
+                bounds.append(b)
+        return bounds if len(bounds) >= 2 else []
+
+    # -- Stan's heuristic, for the relative box -----------------------------------------
+    def heuristic_step_size(self, positions, inverse_mass, step_size) -> float | None:
+        """Median over chains of Stan's init_stepsize from `step_size` at `positions`."""
+        if self.logdensity_fn is None:
+            return None
+        from ..adaptation.window_adaptation import init_stepsize
+
+        if self._heuristic_fn is None:
+            logdensity = self.logdensity_fn
+
+            def one(key, x, eps, inv_mass):
+                state = hmc.init(x, logdensity)
+                return init_stepsize(key, state, logdensity, eps, inv_mass)[0]
+
+            self._heuristic_fn = jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)))
+        x = jnp.asarray(positions)
+        keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(self.seed),
+                                                   1 + self.epoch), x.shape[0])
+        eps = np.asarray(self._heuristic_fn(keys, x, jnp.asarray(step_size, x.dtype),
+                                            jnp.asarray(inverse_mass, x.dtype)), float)
+        eps = eps[np.isfinite(eps) & (eps > 0)]
+        return float(np.median(eps)) if eps.size else None
+
+    def _recentre(self, positions, inverse_mass, step_size) -> None:
+        eps0 = self.heuristic_step_size(positions, inverse_mass, step_size)
+        if eps0 is not None:
+            self.eps0 = eps0
+            self.eps_bounds = (eps0 * self.eps_factors[0], eps0 * self.eps_factors[1])
+
+    # -- the Tuner protocol ----------------------------------------------------------------
+    def initial_knobs(self, knobs):
+        if self.relative_box and self.start_positions is not None:
+            self._recentre(self.start_positions, np.asarray(knobs.inverse_mass_matrix)[0],
+                           float(np.mean(np.asarray(knobs.step_size))))
+        return super().initial_knobs(knobs)
+
+    def chunk_draws(self, knobs, chunk_size: int) -> int:
+        """BO step j = i + 1: m (+1 for the first B mod k) transitions in burn-in, m // thin
+        draws after (SPECS §A.4: m = ⌊B/k⌋)."""
+        j = self.i + 1
+        if j <= self.burn_steps:
+            n = self.m + (1 if j <= self.longer else 0)
+        else:
+            n = self.sampling_draws
+        if n > chunk_size and not self._warned:
+            self._warned = True
+            warnings.warn(f"an AHMC super-transition of {n} draws exceeds chunk_size "
+                          f"{chunk_size} and is cut short: the burn-in has more BO steps "
+                          "than k", stacklevel=2)
+        return n
+
+    def after_chunk(self, knobs, chunk: dict):
+        phase = int(chunk.get("phase", 0))
+        if phase == SAMPLING and not self.adapt_in_sampling:
+            return self._apply(knobs)
+        self.i += 1
+        collect = (phase == WARMUP and bool(self.windows)
+                   and self.windows[0] < self.i <= self.windows[-1])
+        if collect:
+            self._welford_add(np.asarray(chunk["positions"], np.float64))
+        entry = self.observe(chunk)
+        entry["epoch"] = self.epoch
+        if collect and self.i in self.windows[1:]:
+            knobs = self._new_metric(knobs, chunk)  # no proposal: the GP starts afresh
+        else:
+            self.move(entry)
+        self.history.append(entry)
+        return self._apply(knobs)
+
+    # -- the metric ------------------------------------------------------------------------
+    def _welford_add(self, x: np.ndarray) -> None:
+        """Merge a batch (chains, n, d) into (count, mean, M2), pooled over chains."""
+        self.welford = welford_merge(self.welford, x.reshape(-1, x.shape[-1]))
+
+    def metric(self) -> np.ndarray:
+        """Stan's regularised variance (n/(n+5)) Σ̂ + 10⁻³ (5/(n+5)), over its minimum."""
+        n, _, m2 = self.welford
+        var = m2 / max(n - 1, 1)
+        reg = stan_regularize(var, n)
+        return reg / reg.min()
+
+    def _new_metric(self, knobs, chunk):
+        inv = self.metric()
+        self.welford = None
+        self.epoch += 1
+        old = np.asarray(knobs.inverse_mass_matrix)
+        knobs = knobs._replace(inverse_mass_matrix=np.broadcast_to(
+            inv.astype(old.dtype), old.shape).copy())
+        if self.relative_box:
+            last = np.asarray(chunk["positions"])[:, -1]
+            self._recentre(last, inv, self.step_size)
+        self.reset_gp()
+        self.gamma = self.start_gamma(self.step_size, self.num_steps)
+        return knobs
+
+    # -- state -----------------------------------------------------------------------------
+    def state_dict(self, history: bool = True) -> dict:
+        state = super().state_dict(history)
+        state["epoch"] = self.epoch
+        state["eps0"] = self.eps0
+        state["welford"] = None if self.welford is None else {
+            "n": int(self.welford[0]), "mean": self.welford[1].tolist(),
+            "m2": self.welford[2].tolist()}
+        return state
+
+    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
+        super().load_state_dict(state, history)
+        self.epoch = int(state.get("epoch", 0))
+        self.eps0 = state.get("eps0")
+        w = state.get("welford")
+        self.welford = None if w is None else (int(w["n"]), np.asarray(w["mean"], float),
+                                               np.asarray(w["m2"], float))
+
+
+# ---------------------------------------------------------------------------------------
+# Building the tuner from the run's options (what config.json records)
+# ---------------------------------------------------------------------------------------
+TUNER_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "schedule", "acquisition", "mass",
+                 "bo_steps", "mass_windows", "eps_factors", "start", "adapt_in_sampling")
+_CHOICES = {"reward": ("esjd", "ess", "acf"), "schedule": ("inverse_sqrt", "exponential", "power"),
+            "acquisition": ("ucb", "ei"), "mass": ("diag", "identity"),
+            "start": ("corner", "center", "knobs")}
+ACF_MIN_DRAWS = 26  # the "acf" reward's l_min
+
+
+def validate_options(options: dict) -> dict:
+    """The options, checked (one-line BomcmcError) and in JSON form."""
+    opts = dict(options)
+    for k in list(opts):
+        if opts[k] is None and k != "eps_bounds":
+            del opts[k]
+    if "eps_bounds" in opts and opts["eps_bounds"] is not None:
+        opts["eps_bounds"] = pair("eps_bounds", opts["eps_bounds"])
+    if "steps_bounds" in opts:
+        opts["steps_bounds"] = pair("steps_bounds", opts["steps_bounds"], integer=True)
+    if "eps_factors" in opts:
+        opts["eps_factors"] = pair("eps_factors", opts["eps_factors"])
+    if opts.get("mass") == "dense":
+        raise BomcmcError("mass='dense' is not available: the HMC kernel takes a diagonal "
+                          "inverse mass matrix (use mass='diag')")
+    for k, allowed in _CHOICES.items():
+        if k in opts:
+            choice(k, opts[k], allowed,
+                   " (a callable reward needs tuner=GPBanditTuner(reward=f))"
+                   if k == "reward" and callable(opts[k]) else "")
+    if "bo_steps" in opts:
+        opts["bo_steps"] = integer("bo_steps", opts["bo_steps"])
+    if "mass_windows" in opts:
+        try:
+            w = [float(f) for f in opts["mass_windows"]]
+        except (TypeError, ValueError):
+            raise BomcmcError("mass_windows must be fractions, got "
+                              f"{opts['mass_windows']!r}") from None
+        if len(w) < 2 or any(not 0 <= f <= 1 for f in w) or w != sorted(w):
+            raise BomcmcError("mass_windows must be increasing fractions in [0, 1] "
+                              f"(start, end, ...), got {opts['mass_windows']!r}")
+        opts["mass_windows"] = w
+    if "adapt_in_sampling" in opts:
+        opts["adapt_in_sampling"] = bool(opts["adapt_in_sampling"])
+    return opts
+
+
+def make_tuner(options: dict, spec, flat, states) -> AHMCTuner:
+    """The AHMC tuner of a run: `options` as recorded in config.json, `spec` the RunSpec,
+    `flat` the flat posterior, `states` the chains' initial states (for the heuristic)."""
+    opts = validate_options(options)
+    warmup = int(spec.warmup)
+    k = min(opts.get("bo_steps", BO_STEPS), warmup)
+    m = warmup // k if k else DEFAULT_M
+    if opts.get("reward") == "acf" and m < ACF_MIN_DRAWS:
+        raise BomcmcError(f"reward 'acf' needs super-transitions of >= {ACF_MIN_DRAWS} draws; "
+                          f"this burn-in gives {m} per BO step (warmup >= "
+                          f"{ACF_MIN_DRAWS * opts.get('bo_steps', BO_STEPS)} or fewer bo_steps)")
+    return AHMCTuner(warmup=warmup, thin=spec.thin, seed=spec.seed,
+                     logdensity_fn=flat.logdensity_fn,
+                     start_positions=np.asarray(states.position), **opts)
