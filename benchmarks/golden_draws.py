@@ -38,7 +38,7 @@ def _sampler_name(*names):
     try:
         available = bomcmc.registry.names()
     except AttributeError:
-        available = bomcmc.samplers.names()
+        available = bomcmc.registry.names()
     for n in names:
         if n in available:
             return n

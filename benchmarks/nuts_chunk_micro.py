@@ -9,7 +9,7 @@ bomcmc's key scheme (transition t of chain c uses fold_in(key_c, t)) in
 - `bomcmc chunk`: the driver's compiled chunk (`run._Run.run_chunk`, as `bomcmc.sample` calls it);
 - `async chunk`: the same for sampler "nuts_async" (`samplers/nuts_machine.py`: one leapfrog
   step of every chain per loop iteration, so chains do not wait for each other's trees);
-- `nuts.step scan`: `vmap(bomcmc.samplers.nuts.step)` in a bare `lax.scan` (positions out);
+- `nuts.step scan`: `vmap(bomcmc.kernels.nuts.step)` in a bare `lax.scan` (positions out);
 - `blackjax scan`: `vmap(blackjax.nuts.build_kernel())` in a bare `lax.scan`, the loop
   `benchmarks/run.py` times for blackjax-nuts (positions, steps, divergences, acceptance out).
 
@@ -39,12 +39,14 @@ DEFAULT_POSTERIORS = (
 def setup(name: str, chains: int, warmup: int, draws: int, seed: int):
     """A compiled bomcmc NUTS run of `name` after its warm-up: (run, states, knobs, adapt)."""
     from bomcmc import models
-    from bomcmc import run as R
+    from bomcmc import registry
+    from bomcmc.driver import engine as R
+    from bomcmc.store import MemoryStore
 
     spec = R.RunSpec(posterior=name, sampler="nuts", chains=chains, draws=draws,
                      warmup=warmup, seed=seed, chunk_size=max(draws, warmup), adapt="window",
                      knobs=dict(max_tree_depth=10, target_accept=0.8))
-    run = R._Run(spec, models.get(name), R.MemoryStore(), None)
+    run = R.Run(spec, models.get(name), MemoryStore(), None, registry.get(spec.sampler))
     st = run.initial_state()
     ad = run.initial_adapt_state(st)
     t0 = time.perf_counter()
@@ -58,7 +60,7 @@ def bare_scans(run, states, knobs, draws: int):
     """Compiled bare scans over transitions warmup .. warmup+draws-1 (bomcmc's keys)."""
     import blackjax
 
-    from bomcmc.samplers import nuts
+    from bomcmc.kernels import nuts
 
     logdensity = run.flat.logdensity_fn
     keys, start = run.chain_keys, run.spec.warmup
@@ -96,11 +98,13 @@ def bare_scans(run, states, knobs, draws: int):
 def async_chunk(run, states, adapt, knobs, args):
     """The "nuts_async" sampler's compiled chunk on the same states, knobs and keys."""
     from bomcmc import models
-    from bomcmc import run as R
-    from bomcmc.samplers import nuts_machine
+    from bomcmc import registry
+    from bomcmc.driver import engine as R
+    from bomcmc.store import MemoryStore
+    from bomcmc.kernels import nuts_machine
 
-    r = R._Run(run.spec, models.get(run.spec.posterior), R.MemoryStore(), None,
-               sampler=nuts_machine.sampler)
+    r = R.Run(run.spec, models.get(run.spec.posterior), MemoryStore(), None,
+              registry.get(nuts_machine.kernel))
     r.compile(states, adapt)
     return {"async chunk": (lambda: r.run_chunk(states, knobs, adapt, args.warmup,
                                                 args.draws, 1), r.compile_s)}

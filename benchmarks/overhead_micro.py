@@ -15,7 +15,9 @@ import jax
 import jax.numpy as jnp
 
 from bomcmc import models
-from bomcmc import run as R
+from bomcmc import registry
+from bomcmc.driver import engine as R
+from bomcmc.store import MemoryStore
 from bomcmc.posterior import flatten
 
 
@@ -47,7 +49,7 @@ def main() -> None:
     spec = R.RunSpec(posterior="logistic-german", sampler="hmc", chains=chains, draws=draws,
                      warmup=0, seed=0, chunk_size=draws,
                      knobs=dict(step_size=0.05, steps=steps))
-    run = R._Run(spec, post, R.MemoryStore(), None)
+    run = R.Run(spec, post, MemoryStore(), None, registry.get(spec.sampler))
     st = run.initial_state()
     ad = run.initial_adapt_state(st)
     run.compile(st, ad)

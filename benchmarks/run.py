@@ -105,7 +105,7 @@ def _median_tree(records: list):
 
 def _clean(x):
     """NaN-safe JSON conversion: the library's own (imported late, after the JAX set-up)."""
-    from bomcmc.diagnostics import _clean as clean
+    from bomcmc.diagnostics import clean_json as clean
 
     return clean(x)
 

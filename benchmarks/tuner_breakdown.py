@@ -24,7 +24,7 @@ PC = time.perf_counter
 
 
 def instrument(no_blas_limit: bool, reward_twice: bool):
-    from bomcmc.samplers.ahmc import AHMCTuner
+    from bomcmc.tuning.ahmc_tuner import AHMCTuner
     from bomcmc.tuning import acquisition, rewards
     from bomcmc.tuning import gp_bandit as gb
     from bomcmc.tuning.gp import GaussianProcess

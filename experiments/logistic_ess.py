@@ -97,15 +97,16 @@ class Probe:
         self._factor_in_propose = 0.0
 
     def _install(self):
-        from bomcmc import run as brun
-        from bomcmc.samplers.ahmc import AHMCTuner
+        from bomcmc.driver import api as brun
+        from bomcmc.driver import engine
+        from bomcmc.tuning.ahmc_tuner import AHMCTuner
         from bomcmc.tuning.gp import GaussianProcess
         from bomcmc.tuning.gp_bandit import GPBanditTuner
 
         probe = self
         pc = time.perf_counter
 
-        orig_run_chunk = brun._Run.run_chunk
+        orig_run_chunk = engine.Run.run_chunk
 
         def run_chunk(run, states, knobs, adapt_state, start_iter, n_draws, thin):
             probe.warmup = run.spec.warmup
@@ -115,9 +116,9 @@ class Probe:
             probe.chunk_walls[int(start_iter >= run.spec.warmup)] += pc() - t0
             return out
 
-        brun._Run.run_chunk = run_chunk
+        engine.Run.run_chunk = run_chunk
 
-        orig_execute = brun._execute
+        orig_execute = brun.execute
 
         def execute(*a, **k):
             try:
@@ -125,7 +126,7 @@ class Probe:
             finally:
                 probe.execute_end = pc()
 
-        brun._execute = execute  # sample() looks the global up at call time
+        brun.execute = execute  # sample() looks the global up at call time
 
         orig_after = AHMCTuner.after_chunk
 
@@ -235,7 +236,7 @@ def count_mode_evals(starts, logdensity_fn):
     import jax.numpy as jnp
     import optax
 
-    from bomcmc.samplers.ahmc import MODE_BACKTRACKING, MODE_ITERATIONS
+    from bomcmc.kernels.ahmc import MODE_BACKTRACKING, MODE_ITERATIONS
 
     def one(position):
         def neg(x):
@@ -272,8 +273,8 @@ def count_mode_evals(starts, logdensity_fn):
 # ---------------------------------------------------------------------------------------
 def run_ahmc(ctx, seed: int, mass: str, probe: Probe) -> dict:
     import bomcmc
-    from bomcmc.samplers.ahmc import find_mode
-    from bomcmc.tuning.gp_bandit import summarize_tuning
+    from bomcmc.kernels.ahmc import find_mode
+    from bomcmc.tuning.history import summarize_tuning
 
     from benchmarks.run import _bomcmc_flat_draws, _lockstep_factor
 

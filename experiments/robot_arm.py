@@ -55,9 +55,9 @@ TABLE_4_1 = [
 
 
 def run_one(method: str, budget: str, seed: int, workdir: Path) -> dict:
-    from bomcmc.bnn_estimator import BayesianMLPRegressor
+    from bomcmc.bnn.estimator import BayesianMLPRegressor
     from bomcmc.datasets import robot_arm, robot_arm_truth
-    from bomcmc.demo import BUDGETS, NOISE, PRIOR
+    from bomcmc.cli.demo import BUDGETS, NOISE, PRIOR
 
     X, y = robot_arm("train")
     Xt, yt = robot_arm("test")

@@ -1,11 +1,11 @@
-"""bo2 (two-phase Bayesian-optimised MCMC, seed 001) vs ahmc on one posterior: min bulk ESS
+"""two_phase (two-phase Bayesian-optimised MCMC, seed 001) vs ahmc on one posterior: min bulk ESS
 per gradient over 3 seeds (docs/tuning.md, "Two-phase mode (seed 001)").
 
     python experiments/two_phase_vs_ahmc.py [--posterior logistic-german] [--seeds 0 1 2]
-        [--warmup 1000] [--draws 1000] [--chains 4] [--bo2 KEY=VALUE ...]
+        [--warmup 1000] [--draws 1000] [--chains 4] [--two-phase KEY=VALUE ...]
 
-Prints one JSON line per run and a table of means. --bo2 passes extra options to "bo2"
-(e.g. --bo2 temperature=0.05 candidates=lhs); values are parsed as JSON when they can be.
+Prints one JSON line per run and a table of means. --two-phase passes extra options to "two_phase"
+(e.g. --two-phase temperature=0.05 candidates=lhs); values are parsed as JSON when they can be.
 """
 
 from __future__ import annotations
@@ -48,16 +48,16 @@ def main():
     p.add_argument("--warmup", type=int, default=1000)
     p.add_argument("--draws", type=int, default=1000)
     p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--samplers", nargs="+", default=["bo2", "ahmc"])
-    p.add_argument("--bo2", nargs="*", default=[], metavar="KEY=VALUE")
+    p.add_argument("--samplers", nargs="+", default=["two_phase", "ahmc"])
+    p.add_argument("--two-phase", nargs="*", default=[], metavar="KEY=VALUE")
     a = p.parse_args()
     bomcmc.enable_compilation_cache()
-    bo2_opts = {k: _value(v) for k, v in (kv.split("=", 1) for kv in a.bo2)}
+    two_phase_opts = {k: _value(v) for k, v in (kv.split("=", 1) for kv in a.two_phase)}
     rows = []
     for sampler in a.samplers:
         for seed in a.seeds:
             r = run(a.posterior, sampler, seed, a.warmup, a.draws, a.chains,
-                    bo2_opts if sampler == "bo2" else {})
+                    two_phase_opts if sampler == "two_phase" else {})
             rows.append(r)
             print(json.dumps(r), flush=True)
     print(f"\n{a.posterior}: chains={a.chains} warmup={a.warmup} draws={a.draws} "

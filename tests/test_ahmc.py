@@ -17,11 +17,11 @@ import pytest
 from reference import assert_matches, compare
 
 import bomcmc
-from bomcmc import cli
+from bomcmc.cli import main as cli
 from bomcmc.diagnostics import summarize
-from bomcmc.samplers import ahmc
-from bomcmc.samplers.hmc import HMCKnobs
-from bomcmc.tuning.gp_bandit import summarize_tuning, tuning_from_idata
+from bomcmc.kernels import ahmc
+from bomcmc.kernels.hmc import HMCKnobs
+from bomcmc.tuning.history import summarize_tuning, tuning_from_idata
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FAST = dict(chains=4, progress=False, float64=True)
@@ -135,7 +135,7 @@ def test_api_options_are_recorded_and_errors_are_one_line(tmp_path):
     with pytest.raises(bomcmc.BomcmcError, match="eps_bounds"):  # not an hmc option
         bomcmc.sample(posterior="gauss-2d-corr", sampler="hmc", eps_bounds=(0.1, 1.0),
                       warmup=10, draws=10, **FAST)
-    assert "ahmc" in bomcmc.samplers.names()
+    assert "ahmc" in bomcmc.registry.names()
 
 
 def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
@@ -145,11 +145,11 @@ def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
          "--eps-bounds", "0.01", "0.3", "--steps-bounds", "1", "40", "--reward", "esjd",
          "--mass", "identity", "--acquisition", "ei", "--schedule", "exponential",
          "--bo-steps", "20"])
-    kw = cli.sample_kwargs(args)
+    kw = cli.commands.sample_kwargs(args)
     assert kw["sampler"] == "ahmc" and kw["eps_bounds"] == [0.01, 0.3]
     assert kw["steps_bounds"] == [1, 40] and kw["reward"] == "esjd" and kw["mass"] == "identity"
     assert kw["acquisition"] == "ei" and kw["schedule"] == "exponential" and kw["bo_steps"] == 20
-    plain = cli.sample_kwargs(cli.build_parser().parse_args(
+    plain = cli.commands.sample_kwargs(cli.build_parser().parse_args(
         ["sample", "--posterior", "p", "--out", "x"]))
     assert not set(plain) & set(ahmc.TUNER_OPTIONS)  # only the flags given are passed
     assert cli.main(["sample", "--posterior", "gauss-2d-corr", "--sampler", "ahmc",
@@ -274,7 +274,7 @@ def test_history_is_stored_per_chunk_and_in_the_inference_data(tmp_path):
 
 
 def test_plots_of_the_reward_surface_and_slice(tmp_path):
-    from bomcmc import plots
+    from bomcmc.diagnostics import plots
 
     res = bomcmc.sample(posterior="gauss-2d-corr", sampler="ahmc", warmup=300, draws=100,
                         seed=0, mass="identity", eps_bounds=(0.01, 0.3), **FAST)

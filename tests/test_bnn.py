@@ -11,10 +11,10 @@ from scipy import integrate, special, stats as sps
 from stats import bonferroni_sigma, moment_z_scores
 
 import bomcmc
-from bomcmc import bnn_predict
-from bomcmc.bnn_pretrain import pretrain
-from bomcmc.models.bnn import BNN
-from bomcmc.models.bnn_priors import (
+from bomcmc.bnn import predict as bnn_predict
+from bomcmc.bnn.pretrain import pretrain
+from bomcmc.bnn.network import BNN
+from bomcmc.bnn.priors import (
     INF,
     NetPrior,
     Prior,
@@ -22,7 +22,8 @@ from bomcmc.models.bnn_priors import (
     parse_model_spec,
     sample_log_upper,
 )
-from bomcmc.samplers.neal_gibbs_hmc import neal_sampler, neal_step_sizes
+from bomcmc.bnn.samplers import neal_sampler
+from bomcmc.kernels.neal_gibbs_hmc import neal_step_sizes
 
 
 def _data(n=12, n_in=2, n_out=1, seed=0):

@@ -13,12 +13,12 @@ from stats import bonferroni_sigma, moment_z_scores
 from test_bnn import _data, _exact_linear_posterior, _random_position
 
 import bomcmc
-from bomcmc.bnn_estimator import BayesianMLPRegressor
-from bomcmc.cli import main
+from bomcmc.bnn.estimator import BayesianMLPRegressor
+from bomcmc.cli.main import main
 from bomcmc.errors import BomcmcError
-from bomcmc.models.bnn import BNN
-from bomcmc.models.bnn_cv import CVModel, cv_reward, fold_masks
-from bomcmc.samplers.ahmc_gibbs import ahmc_gibbs_sampler
+from bomcmc.bnn.network import BNN
+from bomcmc.bnn.cv import CVModel, cv_reward, fold_masks
+from bomcmc.bnn.samplers import ahmc_gibbs_sampler
 
 MODELS = [  # (likelihood, hidden, prior, noise)
     ("real", (3,), "ih 1:2:3 bh 1:2 ho x1:2 bo 1", "0.5:2:3"),  # ARD, per-output noise
@@ -270,7 +270,7 @@ def test_demo_small_budget_runs_and_learns(tmp_path, capsys):
 def test_fold_vote_is_the_majority_of_the_fold_networks(likelihood):
     """Seed 000 §4.2: each fold network classifies by its draw-averaged probabilities; the
     vote is the most common label (ties to the lower class) — against a loop by hand."""
-    from bomcmc.models.bnn_cv import fold_vote
+    from bomcmc.bnn.cv import fold_vote
 
     spec = next(m for m in MODELS if m[0] == likelihood)
     full = _model(*spec)

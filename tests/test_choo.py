@@ -27,9 +27,9 @@ import pytest
 from scipy import stats as sps
 
 import bomcmc
-from bomcmc.datasets.choo import choo_model, choo_prior, load_choo8
-from bomcmc.samplers.neal_gibbs_hmc import neal_sampler
-from bomcmc.samplers.nuts_gibbs import nuts_gibbs_sampler
+from bomcmc.bnn.choo_data import choo_model, choo_prior, load_choo8
+from bomcmc.bnn.samplers import neal_sampler
+from bomcmc.bnn.samplers import nuts_gibbs_sampler
 
 pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
 
@@ -130,7 +130,7 @@ def run_neal(model, size: Size, seed: int, **knobs):
 
 
 def run_ahmc_gibbs(model, size: Size, seed: int):
-    from bomcmc.samplers.ahmc_gibbs import ahmc_gibbs_sampler
+    from bomcmc.bnn.samplers import ahmc_gibbs_sampler
 
     return bomcmc.sample(model.posterior(), sampler=ahmc_gibbs_sampler(model),
                          chains=size.chains, draws=size.draws, warmup=size.warmup, seed=seed,
@@ -182,7 +182,7 @@ def test_choo_hyperparameters_long():
     posterior sd) fails. About 4 CPU-minutes."""
     import time
 
-    from bomcmc.models.bnn import BNN
+    from bomcmc.bnn.network import BNN
 
     model = choo_model(8)
     t = time.perf_counter()

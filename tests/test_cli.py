@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bomcmc import cli
+from bomcmc.cli import main as cli
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 TINY = ["--posterior", "gauss-2d-corr", "--chains", "2", "--draws", "50", "--warmup", "20",
@@ -163,12 +163,12 @@ def test_bad_input_is_one_line(case, tmp_path, run_dir, cache_dir):
 # ---------------------------------------------------------------------------------------
 def test_sample_kwargs_pass_only_given_knobs():
     p = cli.build_parser()
-    kw = cli.sample_kwargs(p.parse_args(["sample", "--posterior", "gauss-2d-corr", "--out", "d"]))
+    kw = cli.commands.sample_kwargs(p.parse_args(["sample", "--posterior", "gauss-2d-corr", "--out", "d"]))
     assert not {"step_size", "steps", "random_steps"} & set(kw)
     assert (kw["sampler"], kw["chains"], kw["draws"], kw["warmup"], kw["seed"]) == \
         ("hmc", 4, 1000, 1000, 0)
     assert kw["progress"] is True and kw["overwrite"] is False and kw["float64"] is False
-    kw = cli.sample_kwargs(p.parse_args(
+    kw = cli.commands.sample_kwargs(p.parse_args(
         ["sample", "--posterior", "p", "--out", "d", "--step-size", "0.05", "--steps", "7",
          "--random-steps", "--thin", "2", "--chunk-size", "10", "--float64", "--overwrite",
          "--no-progress", "--init-jitter", "0.5"]))
@@ -262,7 +262,7 @@ def _fake_idata(chains=3, draws=120):
 
 
 def test_plot_labels_and_files(tmp_path):
-    from bomcmc import plots
+    from bomcmc.diagnostics import plots
 
     idata = _fake_idata()
     labels = [label for label, _ in plots.coordinates(idata)]

@@ -11,7 +11,7 @@ import pytest
 from scipy import integrate, stats
 
 import bomcmc
-from bomcmc.samplers.hmc import HMCInfo, HMCKnobs
+from bomcmc.kernels.hmc import HMCInfo, HMCKnobs
 from bomcmc.tuning import acquisition, rewards, schedules
 from bomcmc.tuning.gp import GaussianProcess, se_ard_kernel
 from bomcmc.tuning.gp_bandit import GPBanditTuner

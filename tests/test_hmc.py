@@ -8,7 +8,7 @@ from stats import assert_moments
 
 import bomcmc
 from bomcmc import models
-from bomcmc.samplers import hmc
+from bomcmc.kernels import hmc
 
 SEEDS = (0, 1, 2)
 

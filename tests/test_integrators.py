@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bomcmc.samplers.integrators import IntegratorState, kinetic_energy, leapfrog
+from bomcmc.kernels.integrators import IntegratorState, kinetic_energy, leapfrog
 
 # A small anisotropic, non-Gaussian target (so the tests are not special to quadratics).
 SCALES = jnp.array([1.0, 0.5, 2.0])

@@ -12,7 +12,7 @@ import bomcmc
 from bomcmc import models
 from bomcmc.errors import BomcmcError
 from bomcmc.models.gaussians import mvn
-from bomcmc.samplers import nuts
+from bomcmc.kernels import nuts
 from bomcmc.store import DiskStore
 
 SEEDS = (0, 1, 2)

@@ -11,7 +11,7 @@ from stats import assert_moments
 import bomcmc
 from bomcmc import models
 from bomcmc.posterior import flatten
-from bomcmc.samplers import nuts, nuts_machine
+from bomcmc.kernels import nuts, nuts_machine
 
 SEEDS = (0, 1, 2)
 
@@ -106,13 +106,15 @@ def test_async_warmup_matches_lockstep_warmup_to_rounding():
     """The adapter sees each chain's transitions in the same order: the first warm-up
     transitions agree with the lockstep run to the last bits (later ones drift apart by
     rounding, which the adaptation then amplifies)."""
-    from bomcmc import run as R
+    from bomcmc import registry
+    from bomcmc.driver import engine as R
+    from bomcmc.store import MemoryStore
 
     outs = {}
-    for label, smp in (("async", nuts_machine.sampler), ("lockstep", nuts.sampler)):
+    for label, smp in (("async", nuts_machine.kernel), ("lockstep", nuts.kernel)):
         spec = R.RunSpec(posterior="logistic-german", sampler=smp.name, chains=4, draws=1,
                          warmup=300, seed=3, chunk_size=300, adapt="window", float64=True)
-        run = R._Run(spec, models.get("logistic-german"), R.MemoryStore(), None, sampler=smp)
+        run = R.Run(spec, models.get("logistic-german"), MemoryStore(), None, registry.get(smp))
         st = run.initial_state()
         ad = run.initial_adapt_state(st)
         run.compile(st, ad)

@@ -10,14 +10,13 @@ from stats import bonferroni_sigma, moment_z_scores
 from test_bnn import _data, _exact_linear_posterior
 
 import bomcmc
-from bomcmc.models.bnn import BNN
-from bomcmc.samplers.nuts_gibbs import (
-    ADAPTER_NAME,
-    dual_averaging_adaptation,
-    nuts_gibbs_sampler,
-)
-from bomcmc.tuning import dual_averaging as da
-from bomcmc.tuning import get_adapter
+from bomcmc.bnn.network import BNN
+from bomcmc.adaptation.dual_averaging import dual_averaging_adaptation
+from bomcmc.bnn.samplers import nuts_gibbs_sampler
+
+ADAPTER_NAME = "dual_averaging"
+from bomcmc.adaptation import dual_averaging as da
+from bomcmc.adaptation import get_adapter
 
 pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
 

@@ -283,23 +283,22 @@ def _draws_blackjax(post, seed, chains, warmup, draws):
 # Samplers in order of preference; each is available or not at import time. Adding one is one
 # line here (name, availability, runner(post, seed, chains, warmup, draws) -> (draws, n_div)).
 _SAMPLERS = [
-    ("bomcmc-nuts", lambda: "nuts" in bomcmc.samplers.names()
-     and "window" in bomcmc.tuning.adapter_names(),
+    ("bomcmc-nuts", lambda: "nuts" in bomcmc.registry.names()
+     and "window" in bomcmc.adaptation.adapter_names(),
      functools.partial(_draws_bomcmc, "nuts")),
-    ("bomcmc-nuts-async", lambda: "nuts_async" in bomcmc.samplers.names()
-     and "window" in bomcmc.tuning.adapter_names(),
+    ("bomcmc-nuts-async", lambda: "nuts_async" in bomcmc.registry.names()
+     and "window" in bomcmc.adaptation.adapter_names(),
      functools.partial(_draws_bomcmc, "nuts_async")),
-    ("bomcmc-ahmc", lambda: "ahmc" in bomcmc.samplers.names(),
+    ("bomcmc-ahmc", lambda: "ahmc" in bomcmc.registry.names(),
      functools.partial(_draws_bomcmc, "ahmc", adapt=None)),
-    ("bomcmc-hmc", lambda: "window" in bomcmc.tuning.adapter_names(),
+    ("bomcmc-hmc", lambda: "window" in bomcmc.adaptation.adapter_names(),
      functools.partial(_draws_bomcmc, "hmc", steps=32, random_steps=True)),
     ("blackjax-nuts", lambda: True, _draws_blackjax),
 ]
 
 
 def _available():
-    import bomcmc.samplers  # noqa: F401 - make the attribute paths above resolvable
-    import bomcmc.tuning  # noqa: F401
+    import bomcmc.adaptation  # noqa: F401 - make the attribute paths above resolvable
 
     return [(n, run) for n, ok, run in _SAMPLERS if ok()]
 

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bomcmc.run import _RowLayout
+from bomcmc.driver.rows import RowLayout as _RowLayout
 
 
 class Info(NamedTuple):

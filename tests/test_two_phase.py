@@ -1,4 +1,4 @@
-"""Two-phase Bayesian-optimised MCMC (seed 001 ch. 3): `sample(..., sampler="bo2")`.
+"""Two-phase Bayesian-optimised MCMC (seed 001 ch. 3): `sample(..., sampler="two_phase")`.
 
 Adaptation by EI on a GP over (log ε, L) in warm-up, then a frozen SIR policy of M settings
 (seed 001 Alg. 2) that a mixture of M HMC kernels draws from at every transition.
@@ -18,9 +18,9 @@ from stats import assert_moments
 
 import bomcmc
 from bomcmc import models
-from bomcmc.samplers import hmc, hmc_mixture
+from bomcmc.kernels import hmc, hmc_mixture
 from bomcmc.tuning import sir_policy
-from bomcmc.tuning.gp_bandit import tuning_from_idata
+from bomcmc.tuning.history import tuning_from_idata
 from bomcmc.tuning.two_phase import TwoPhaseTuner, default_bo_steps, policy_from_idata
 
 pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
@@ -176,18 +176,18 @@ def test_tuner_phases_unit():
 
 # The runs below share their compiled code (the session's persistent cache, conftest.py):
 # the same log density, 4 chains, M = 50 slots, a buffer of 50 draws.
-SHARED = dict(sampler="bo2", chains=4, chunk_size=50, progress=False)
+SHARED = dict(sampler="two_phase", chains=4, chunk_size=50, progress=False)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_bo2_moments_on_the_correlated_gaussian(seed):
-    """gauss-2d-corr with the defaults of "bo2" (chunk_size only sets the buffer): 50 BO
+    """gauss-2d-corr with the defaults of "two_phase" (chunk_size only sets the buffer): 50 BO
     steps of 10 transitions (reward ESJD/√L), then the frozen mixture. Means and variances within the
     Bonferroni MCSE bound (tests/stats.py)."""
     post = models.get("gauss-2d-corr")
     res = bomcmc.sample(posterior="gauss-2d-corr", warmup=500, draws=1000, seed=seed, **SHARED)
     x = np.asarray(res.idata.posterior["x"])
-    assert_moments(x, post.meta["mean"], np.diag(post.meta["cov"]), label=f"bo2 seed {seed}")
+    assert_moments(x, post.meta["mean"], np.diag(post.meta["cov"]), label=f"two_phase seed {seed}")
     assert abs(np.corrcoef(x.reshape(-1, 2).T)[0, 1] - 0.99) < 0.01
     # the sampling phase ran the policy: slots drawn at random, the settings the policy's
     policy = policy_from_idata(res)
@@ -233,7 +233,7 @@ def full_run(tmp_path_factory):
 
     TwoPhaseTuner.after_chunk = spy
     try:
-        path = tmp_path_factory.mktemp("bo2") / "full"
+        path = tmp_path_factory.mktemp("two_phase") / "full"
         res = bomcmc.sample(logdensity, post.init_position, out=path, **RUN)
     finally:
         TwoPhaseTuner.after_chunk = orig
@@ -293,7 +293,7 @@ def test_cut_run_resumes_to_identical_draws_and_policy(full_run, tmp_path, keep)
     (dict(reward="acf", bo_steps=20, warmup=100), "reward 'acf' needs BO steps of >= 26"),
     (dict(warmup=0), "needs warmup >= 1"),
     (dict(adapt="window"), "cannot run with adapt='window'"),
-    (dict(schedule="power"), "sampler 'bo2'"),  # not an option of bo2: a knob it lacks
+    (dict(schedule="power"), "sampler 'two_phase'"),  # not an option of two_phase: a knob it lacks
 ])
 def test_options_are_validated_with_one_line_errors(kw, match):
     args = dict(posterior="gauss-2d-corr", draws=10, **SHARED)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import bomcmc
-from bomcmc.samplers import nuts
-from bomcmc.tuning import dual_averaging as da
-from bomcmc.tuning import get_adapter
-from bomcmc.tuning.window_adaptation import (
+from bomcmc.kernels import nuts
+from bomcmc.adaptation import dual_averaging as da
+from bomcmc.adaptation import get_adapter
+from bomcmc.adaptation.window_adaptation import (
     build_schedule,
     init_stepsize,
     one_step_log_accept,

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from .config import float_dtype
 from .errors import BomcmcError
 
 PyTree = Any
@@ -83,7 +84,7 @@ class FlatPosterior:
         """(chains, dim) starting points: the posterior's initializer if it has one and a key is
         given, else the initial position repeated, optionally jittered uniformly in ±jitter."""
         base, _ = ravel_pytree(self.source.init_position)
-        base = jnp.asarray(base, dtype=_float_dtype())
+        base = jnp.asarray(base, dtype=float_dtype())
         if self.source.initializer is not None and key is not None:
             keys = jax.random.split(key, chains)
             starts = jnp.stack([ravel_pytree(self.source.initializer(k))[0] for k in keys])
@@ -94,10 +95,6 @@ class FlatPosterior:
                 key, starts.shape, base.dtype, minval=-jitter, maxval=jitter
             )
         return starts
-
-
-def _float_dtype():
-    return jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
 
 
 def _names_and_shapes(position: PyTree) -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...]]:
@@ -152,7 +149,7 @@ def flatten(posterior: Posterior, check_finite: bool = True) -> FlatPosterior:
     if not callable(posterior.logdensity_fn):
         raise BomcmcError("logdensity must be a callable position -> scalar")
     _check_init_leaves(posterior.init_position)
-    dtype = _float_dtype()
+    dtype = float_dtype()
     init = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype), posterior.init_position)
     flat0, unravel = ravel_pytree(init)
     names, shapes = _names_and_shapes(init)
@@ -190,12 +187,3 @@ def _check_logdensity(user_fn, init, flat_fn, flat0, check_finite: bool = True) 
         raise BomcmcError(f"logdensity is not finite at the initial position (got {float(value)})")
     if not np.all(np.isfinite(np.asarray(grad))):
         raise BomcmcError("gradient of logdensity is not finite at the initial position")
-
-
-def check_finite_data(name: str, **arrays: np.ndarray) -> None:
-    """Raise a one-line error if any data array holds NaN or inf (used by built-in models)."""
-    for key, arr in arrays.items():
-        a = np.asarray(arr)
-        if a.size and not np.all(np.isfinite(a)):
-            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
-            raise BomcmcError(f"{name}: data array '{key}' has {bad} non-finite value(s)")

@@ -30,19 +30,38 @@ from .errors import BomcmcError
 CHUNK_RE = re.compile(r"^(\d{6})\.npz$")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, write) -> Path:
+    """Write `path` whole or not at all: `write(tmp)` fills a temporary file beside it, which
+    is fsynced, given the permissions the umask allows (mkstemp's are owner-only) and renamed
+    into place."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
+        write(tmp)
+        with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    return path
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    return atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode())
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
@@ -164,19 +183,8 @@ class DiskStore:
 
     # -- the finished run -----------------------------------------------------------------
     def write_idata(self, idata) -> Path:
-        target = self.path / "idata.nc"
-        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".idata.", suffix=".nc.tmp")
-        os.close(fd)
-        try:
-            idata.to_netcdf(tmp, engine="h5netcdf")
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return target
+        return atomic_write(self.path / "idata.nc",
+                            lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
 
     def write_run(self, totals: dict) -> None:
         atomic_write_json(self.path / "run.json", totals)

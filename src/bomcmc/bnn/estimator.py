@@ -35,11 +35,17 @@ import jax
 import numpy as np
 
 from ..errors import BomcmcError
+from ..store import atomic_write, atomic_write_text
 
 DEFAULT_PRIOR = "ih 0.05:0.5 bh 0.05:0.5 ho x0.05:0.5 bo 100"  # FBM's regression recipe
 DEFAULT_NOISE = "0.05:0.5"
 SAMPLERS = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs")
 CONFIG = "bnn.json"
+
+
+def _write_npz(path, **arrays) -> None:
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
 
 
 def _sampler_name(name: str) -> str:
@@ -236,10 +242,9 @@ class BayesianMLPRegressor:
                   for k, v in self.get_params().items() if k not in ("out",)}
         info = {"params": params, "y_ndim": self._y_ndim, "n_grad": self.n_grad_,
                 "wall_s": self.wall_s_, "first_draw": int(self.idata_.posterior.draw.values[0])}
-        np.savez(out / "train.npz", X=np.asarray(X, float), y=np.asarray(y, float))
-        tmp = out / (CONFIG + ".tmp")
-        tmp.write_text(json.dumps(info, indent=1))
-        os.replace(tmp, out / CONFIG)
+        atomic_write(out / "train.npz", lambda tmp: _write_npz(
+            tmp, X=np.asarray(X, float), y=np.asarray(y, float)))
+        atomic_write_text(out / CONFIG, json.dumps(info, indent=1))
 
     @classmethod
     def load(cls, out: str | os.PathLike) -> "BayesianMLPRegressor":

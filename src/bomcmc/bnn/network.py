@@ -40,19 +40,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BomcmcError
-from ..posterior import Posterior, check_finite_data
+from ..posterior import Posterior
+from ..validation import finite_data
+from .gibbs import gibbs_sweep, neal_curvature
+from .groups import Group
 from .priors import (
     INF,
     NetPrior,
-    Prior,
     fixed_gaussian,
-    gamma_conditional,
-    gamma_logpdf,
-    normal_logpdf,
     parse_model_spec,
-    sample_log_upper,
-    student_t_logpdf,
-    upper_conditional,
 )
 
 ACTIVATIONS: dict[str, Callable] = {
@@ -62,167 +58,7 @@ ACTIVATIONS: dict[str, Callable] = {
     "swish": jax.nn.silu,
     "identity": lambda u: u,
 }
-# max a'(u)² for the curvature backpropagation (SPECS §E.3: 1 for tanh)
-MAX_SLOPE_SQ = {"tanh": 1.0, "sigmoid": 1.0 / 16, "relu": 1.0, "swish": 1.0998**2,
-                "identity": 1.0}
 LIKELIHOODS = ("real", "binary", "class")
-
-
-def typical_sq(activation: str, s2):
-    """Typical squared value of a unit whose summed input has typical square s2 (SPECS §E.3:
-    capped at 1 for tanh). sigmoid: ¼ + s2/16 (first order), capped at 1; relu: s2/2 (exact
-    for a Gaussian input); swish: s2/2 (its large-input limit); identity: s2."""
-    if activation == "tanh":
-        return jnp.minimum(1.0, s2)
-    if activation == "sigmoid":
-        return jnp.minimum(1.0, 0.25 + s2 / 16)
-    if activation in ("relu", "swish"):
-        return s2 / 2
-    return s2
-
-
-@dataclasses.dataclass(frozen=True)
-class Group:
-    """One prior group and its precision hierarchy, seen as a (ns, nd) matrix of values Z.
-
-    Levels: τ₀ ~ Gamma(mean ω, a0), τ₁ (ns,) ~ Gamma(mean τ₀, a1), Zᵢⱼ ~ N(0, 1/τ₂ᵢⱼ) with
-    τ₂ᵢⱼ ~ Gamma(mean τ₁ᵢ, a2) integrated out (a Student-t when a2 is finite). For weights
-    (ns, nd) = (source, destination); for biases (1, n) and the bias prior's second alpha is
-    a2; for the noise Z is the residual matrix transposed (outputs, cases)."""
-
-    name: str
-    kind: str  # "weights" | "biases" | "noise"
-    shape: tuple[int, ...]  # the parameter's shape (noise: (n_out,))
-    ns: int
-    nd: int
-    prior: Prior
-    omega: float  # top-level mean precision (after x scaling)
-    a0: float
-    a1: float
-    a2: float
-    # noise groups of a cross-validation fold (`BNN.with_mask`): the cases' 0/1 weights (nd,)
-    # and their sum, the number of values per source row that the conditionals count
-    mask: Any = None
-    count: Any = None
-
-    @property
-    def n_count(self):
-        """Values per source row that enter the likelihood (nd, or the fold's case count)."""
-        return self.nd if self.count is None else self.count
-
-    def _weighted_sum(self, v, axis=None):
-        return jnp.sum(v if self.mask is None else v * self.mask, axis=axis)
-
-    @property
-    def key0(self) -> str | None:
-        return self.name if self.a0 < INF else None
-
-    @property
-    def key1(self) -> str | None:
-        if self.a1 == INF:
-            return None
-        return "noise_out" if self.kind == "noise" else f"{self.name}_src"
-
-    def precisions(self, log_tau: dict, dtype):
-        """(τ₀ scalar, τ₁ (ns,)) with constants substituted for unstored levels."""
-        tau0 = (jnp.exp(log_tau[self.key0]) if self.key0 else jnp.asarray(self.omega, dtype))
-        if self.key1:
-            tau1 = jnp.exp(log_tau[self.key1])
-        else:
-            tau1 = jnp.broadcast_to(tau0, (self.ns,))
-        return tau0, tau1
-
-    def value_logpdf(self, z, tau1):
-        """Σ log p(Zᵢⱼ | τ₁ᵢ): Gaussian, or Student-t with a2 degrees of freedom."""
-        prec = tau1[:, None]
-        if self.a2 == INF:
-            return self._weighted_sum(normal_logpdf(z, prec))
-        return self._weighted_sum(student_t_logpdf(z, prec, self.a2))
-
-    def hyper_logpdf(self, log_tau: dict, dtype):
-        """log p(log τ₀) + log p(log τ₁ | τ₀), Jacobians included."""
-        tau0, tau1 = self.precisions(log_tau, dtype)
-        lp = jnp.zeros((), dtype)
-        if self.key0:
-            lp = lp + gamma_logpdf(tau0, self.omega, self.a0) + log_tau[self.key0]
-        if self.key1:
-            lp = lp + jnp.sum(gamma_logpdf(tau1, tau0, self.a1) + log_tau[self.key1])
-        return lp
-
-    def prior_curvature(self, tau1):
-        """−∂²log p/∂z² used by the step-size heuristic: τ, or (α+1)/α·τ for t (SPECS §E.3)."""
-        return tau1 if self.a2 == INF else (self.a2 + 1) / self.a2 * tau1
-
-    def lowest_conditional(self, z, log_tau: dict, dtype):
-        """Closed-form Gamma conditional (shape, rate) of the lowest stored precision given
-        the values (only when a2 is infinite): τ₁ᵢ | Zᵢ·, τ₀ if a1 is finite, else τ₀ | Z."""
-        if self.a2 != INF:
-            raise BomcmcError(f"group {self.name}: t-distributed values have no Gamma conditional")
-        tau0, _ = self.precisions(log_tau, dtype)
-        if self.key1:
-            return self.key1, gamma_conditional(self.a1, tau0, jnp.sum(z**2, axis=1),
-                                                self.n_count)
-        if self.key0:
-            return self.key0, gamma_conditional(self.a0, self.omega, jnp.sum(z**2),
-                                                self.ns * self.n_count)
-        return None, None
-
-    # Gibbs updates, in three phases so that a sweep over all groups draws its Gamma
-    # variates in one call and its upper-level variates in two (each call site of a
-    # rejection sampler costs seconds of compilation). Gamma(shape, rate) = Gamma(shape)/rate
-    # and every shape is a constant, so the standard variates are drawn first.
-    def gamma_shapes(self) -> dict[str, np.ndarray]:
-        """The constant Gamma shapes of the variates one sweep of this group draws."""
-        out = {}
-        if not (self.key0 or self.key1):
-            return out
-        if self.a2 < INF:  # auxiliary per-value precisions
-            out["aux"] = jnp.full((self.ns, self.nd), (self.a2 + 1) / 2)
-        if self.key1 and self.a2 == INF:
-            out["lower"] = jnp.full((self.ns,), (self.a1 + self.n_count) / 2)
-        if self.key0 and not self.key1 and self.a2 == INF:
-            out["upper"] = jnp.asarray((self.a0 + self.ns * self.n_count) / 2)
-        return out
-
-    def aux_sum(self, z, tau1, std_aux):
-        """Σⱼ τ₂ᵢⱼ for τ₂ᵢⱼ | Zᵢⱼ, τ₁ᵢ ~ Gamma((a2+1)/2, (a2/τ₁ᵢ + Zᵢⱼ²)/2) (FBM draws these
-        auxiliaries for t-distributed values, `net-mc.c:gibbs_conn`)."""
-        rate = (self.a2 / tau1[:, None] + z**2) / 2
-        return self._weighted_sum(jnp.exp(std_aux - jnp.log(rate)), axis=1)
-
-    def lower_update(self, z, tau0, aux, std_lower):
-        """τ₁ | Z, τ₀: log τ₁ (Gamma case) or the (a, b, c) of its upper-level form."""
-        if self.a2 == INF:
-            _, rate = gamma_conditional(self.a1, tau0, jnp.sum(z**2, axis=1), self.n_count)
-            return std_lower - jnp.log(rate), None
-        abc = upper_conditional(self.a1, tau0, self.a2, aux, self.n_count)
-        return None, tuple(jnp.broadcast_to(v, (self.ns,)) for v in abc)
-
-    def upper_update(self, z, tau1, aux, std_upper):
-        """τ₀ | τ₁ (ARD), τ₀ | τ₂ (t values) or τ₀ | Z: log τ₀ or (a, b, c)."""
-        if self.key1:
-            abc = upper_conditional(self.a0, self.omega, self.a1, jnp.sum(tau1), self.ns)
-        elif self.a2 < INF:
-            abc = upper_conditional(self.a0, self.omega, self.a2, jnp.sum(aux),
-                                    self.ns * self.n_count)
-        else:
-            _, rate = gamma_conditional(self.a0, self.omega, jnp.sum(z**2),
-                                        self.ns * self.n_count)
-            return std_upper - jnp.log(rate), None
-        return None, tuple(jnp.reshape(v, (1,)) for v in abc)
-
-
-def _draw_upper(key, requests: list):
-    """One batched exact draw for every (a, b, c) request (vectors); returns the pieces."""
-    if not requests:
-        return []
-    a, b, c = (jnp.concatenate([r[i] for r in requests]) for i in range(3))
-    x = jax.vmap(sample_log_upper)(jax.random.split(key, a.shape[0]), a, b, c)
-    out, i = [], 0
-    for r in requests:
-        out.append(x[i:i + r[0].shape[0]])
-        i += r[0].shape[0]
-    return out
 
 
 def unravel_leaves(flat, shapes, sizes, treedef):
@@ -305,7 +141,7 @@ class BNN:
         y = np.asarray(y)
         if y.shape[0] != X.shape[0]:
             raise BomcmcError(f"{self.name}: X has {X.shape[0]} rows but y has {y.shape[0]}")
-        check_finite_data(self.name, X=X, y=np.asarray(y, dtype=float))
+        finite_data(self.name, X=X, y=np.asarray(y, dtype=float))
         if self.likelihood == "class":
             if y.ndim != 1 or not np.all(y == np.round(y)) or y.min() < 0:
                 raise BomcmcError(f"{self.name}: class labels must be integers >= 0 of shape (n,)")
@@ -519,123 +355,12 @@ class BNN:
         return out
 
     def gibbs(self, key, position: dict, sample_sigmas=True, sample_noise=True) -> dict:
-        """One Gibbs sweep over the stored precisions given the weights: every weight group
-        (when `sample_sigmas`) and the noise given the residuals (when `sample_noise`)
-        (seed 004 §3.4; FBM `sample-sigmas` / `sample-noise`; the flags may be traced).
-
-        In every group, as FBM's `gibbs_conn`: first τ₁ | Z, τ₀, then τ₀ | τ₁ (or τ₀ | Z); for
-        t-distributed values the per-value precisions are drawn first as auxiliaries and the
-        levels above are drawn given them. Each draw is exact: a Gamma conditional, or the
-        log-concave upper-level conditional (`sample_log_upper`)."""
-        log_tau = position.get("log_tau", {})
-        if not log_tau:
-            return position
-        dtype = jax.tree_util.tree_leaves(position["w"])[0].dtype
-        groups = [g for g in self._all_groups() if g.key0 or g.key1]
-        values = self._values(position)
-        k_gamma, k_lower, k_upper = jax.random.split(key, 3)
-        # all standard Gamma variates of the sweep in one call
-        layout, shapes, i = {}, [], 0
-        for g in groups:
-            for part, shp in g.gamma_shapes().items():
-                layout[g.name, part] = (i, shp.shape)
-                shapes.append(shp.ravel())
-                i += shp.size
-        std = (jax.random.loggamma(k_gamma, jnp.concatenate(shapes).astype(dtype))
-               if shapes else None)
-
-        def variates(g, part):
-            if (g.name, part) not in layout:
-                return None
-            start, shape = layout[g.name, part]
-            return std[start:start + int(np.prod(shape, dtype=int))].reshape(shape)
-
-        new = dict(log_tau)
-        aux = {g.name: g.aux_sum(values[g.name], g.precisions(new, dtype)[1],
-                                 variates(g, "aux")) for g in groups if g.a2 < INF}
-        for phase, k in (("lower", k_lower), ("upper", k_upper)):
-            pending = []
-            for g in groups:
-                tau0, tau1 = g.precisions(new, dtype)
-                if phase == "lower" and g.key1:
-                    lt, abc = g.lower_update(values[g.name], tau0, aux.get(g.name),
-                                             variates(g, "lower"))
-                    target = g.key1
-                elif phase == "upper" and g.key0:
-                    lt, abc = g.upper_update(values[g.name], tau1, aux.get(g.name),
-                                             variates(g, "upper"))
-                    target = g.key0
-                else:
-                    continue
-                if abc is None:
-                    new[target] = lt.astype(dtype)
-                else:
-                    pending.append((g, target, abc))
-            drawn = _draw_upper(k, [abc for _, _, abc in pending])
-            for (g, target, _), x in zip(pending, drawn):
-                new[target] = x.reshape(np.shape(log_tau[target])).astype(dtype)
-        out = dict(log_tau)
-        for g in groups:
-            flag = sample_noise if g.kind == "noise" else sample_sigmas
-            for lk in (g.key0, g.key1):
-                if lk:
-                    out[lk] = jnp.where(flag, new[lk], log_tau[lk])
-        return {**position, "log_tau": out}
+        """One Gibbs sweep over the stored precisions given the weights (`gibbs.gibbs_sweep`)."""
+        return gibbs_sweep(self, key, position, sample_sigmas, sample_noise)
 
     def curvature(self, position: dict) -> dict:
-        """Neal's estimate of −∂²log p/∂wᵢ² for every weight, from the precisions only
-        (SPECS §E.3; seed 004 §4.5.1; FBM `mc_app_stepsizes`). Output curvature: τ_noise per
-        output (×(α+1)/α for t noise), ¼ for binary and softmax targets; backpropagated with
-        d²L/du² = max a'(u)²·d²L/dv² and d²L/dv_i = Σⱼ σ²_{w,i} d²L/du_j; per weight:
-        n·(typical v_i²)·d²L/du_j (Σ_c x_ci² for inputs), per bias n·d²L/du_j, plus the prior
-        curvature. Typical hidden v² comes from a forward pass Σ typical v_i² σ²_{w,i}
-        through `typical_sq`."""
-        log_tau = position.get("log_tau", {})
-        dtype = jax.tree_util.tree_leaves(position["w"])[0].dtype
-        n = self.n_eff
-        tau1 = {name: g.precisions(log_tau, dtype)[1] for name, g in self.groups.items()}
-        if self.likelihood == "real":
-            g = self.noise_group
-            d2_out = g.prior_curvature(g.precisions(log_tau, dtype)[1])  # (n_out,)
-        else:
-            d2_out = jnp.full((self.n_out,), 0.25, dtype)
-        n_layers = len(self.hidden)
-        # backward: curvature of each hidden layer's summed inputs u
-        d2_u = [None] * n_layers
-        above = d2_out
-        for layer in reversed(range(n_layers)):
-            src = "ho" if layer == n_layers - 1 else f"hh{layer + 1}"
-            d2_v = (1.0 / tau1[src]) * jnp.sum(above)  # (h_layer,)
-            d2_u[layer] = MAX_SLOPE_SQ[self.activations[layer]] * d2_v
-            above = d2_u[layer]
-        # forward: typical squared unit values
-        x_sumsq = jnp.asarray(self._x_sumsq, dtype)
-        typ = [None] * n_layers
-        prev = x_sumsq / n
-        for layer in range(n_layers):
-            src = "ih0" if layer == 0 else f"hh{layer}"
-            s2 = jnp.sum(prev / tau1[src])
-            typ[layer] = typical_sq(self.activations[layer], s2)
-            prev = jnp.broadcast_to(typ[layer], (self.hidden[layer],))
-        out = {}
-        for name, g in self.groups.items():
-            prior = g.prior_curvature(tau1[name])  # (ns,)
-            if name == "ih0":
-                lik = x_sumsq[:, None] * d2_u[0][None, :]
-            elif name.startswith("hh"):
-                layer = int(name[2:])
-                lik = n * typ[layer - 1] * jnp.broadcast_to(d2_u[layer], g.shape)
-            elif name.startswith("bh"):
-                lik = n * d2_u[int(name[2:])]
-            elif name == "ho":
-                lik = n * typ[-1] * jnp.broadcast_to(d2_out, g.shape)
-            elif name == "io":
-                lik = x_sumsq[:, None] * d2_out[None, :]
-            else:  # bo
-                lik = n * d2_out
-            prior_term = prior[:, None] if len(g.shape) == 2 else prior[0]
-            out[name] = (lik + prior_term).reshape(g.shape).astype(dtype)
-        return out
+        """Neal's estimate of −∂²log p/∂wᵢ² for every weight (`gibbs.neal_curvature`)."""
+        return neal_curvature(self, position)
 
     # -- the Posterior ---------------------------------------------------------------------
     def posterior(self, init: dict | None = None, fix: float = 0.5,

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..config import float_dtype
 from ..errors import BomcmcError
 from .priors import INF
 
@@ -92,7 +93,7 @@ def _noise_variance(model, tree) -> np.ndarray:
     """E[variance of the noise] per output over the draws."""
     g = model.noise_group
     log_tau = {k: jnp.asarray(v) for k, v in tree.get("log_tau", {}).items()}
-    dtype = jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
+    dtype = float_dtype()
     s = jax.tree_util.tree_leaves(tree["w"])[0].shape[0]
 
     def one(lt):

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..config import float_dtype
 from ..errors import BomcmcError
 
 
@@ -49,7 +50,7 @@ def pretrain(model, key=None, *, steps: int = 1000, learning_rate: float = 1e-2,
         start = model.posterior(fix=fix, init_scale=init_scale).initializer(key)
     else:
         start = model.init_position(fix)
-    dtype = jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
+    dtype = float_dtype()
     start = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype), start)
     hyper = {k: v for k, v in start.items() if k != "w"}
 

@@ -17,9 +17,10 @@ CSV files have a header row; `--target` names the output columns and the other c
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
+
+from ..store import atomic_write_text
 
 import numpy as np
 
@@ -181,9 +182,7 @@ def _predict(args) -> int:
     if args.out is None:
         sys.stdout.write(text)
     else:
-        tmp = Path(str(args.out) + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, args.out)
+        atomic_write_text(Path(args.out), text)
     return 0
 
 

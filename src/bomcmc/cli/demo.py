@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BomcmcError
+from ..store import atomic_write_text
 
 PRIOR = "ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1 bo 1"  # SPECS §E.5
 NOISE = "0.1:0.1"
@@ -84,15 +85,13 @@ def run_demo(budget: str = "default", out: str | os.PathLike = "bomcmc-demo", se
         summary.update(tuning)
     if plots:
         summary["plots"] = _plots(reg, out, Xt, yt, mean, std)
-    tmp = out / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=1))
-    os.replace(tmp, out / "summary.json")
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     return summary
 
 
 def _final_tuning(reg) -> dict:
     """The bandit's current choice (what the next super-transition would run) and its steps."""
-    from ..tuning.gp_bandit import tuning_from_idata
+    from ..tuning.history import tuning_from_idata
 
     found = tuning_from_idata(reg.result_.idata)
     if found is None:

@@ -1,7 +1,7 @@
 """The `bomcmc` command line (argparse).
 
     bomcmc posteriors
-    bomcmc sample --posterior NAME [--sampler hmc|nuts|nuts_async|ahmc|bo2] [--step-size E] [--steps L]
+    bomcmc sample --posterior NAME [--sampler hmc|nuts|nuts_async|ahmc|two_phase] [--step-size E] [--steps L]
                   [--random-steps]
                   [--adapt window|none] [--target-accept P] [--dense-mass] [--max-tree-depth D]
                   [--eps-bounds A B] [--steps-bounds A B] [--reward esjd|ess|acf]
@@ -23,11 +23,12 @@ error, 130 for Ctrl-C); set BOMCMC_DEBUG=1 to see the traceback of an internal e
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 from pathlib import Path
+
+from . import commands
 
 PROG = "bomcmc"
 EXIT_USAGE = 2
@@ -99,7 +100,7 @@ def nonneg_float(text: str) -> float:
 # The parser
 # ---------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from .._version import __version__
 
     p = _Parser(prog=PROG, description="MCMC that needs no hand-tuning.")
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -193,151 +194,6 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
                    help="print the summary as JSON instead of the table")
 
 
-# knob flag -> keyword argument of bomcmc.sample
-KNOB_FLAGS = {"step_size": "step_size", "steps": "steps", "random_steps": "random_steps",
-              "target_accept": "target_accept", "dense_mass": "dense_mass",
-              "max_tree_depth": "max_tree_depth", "eps_bounds": "eps_bounds",
-              "steps_bounds": "steps_bounds", "reward": "reward", "mass": "mass",
-              "acquisition": "acquisition", "schedule": "schedule", "bo_steps": "bo_steps"}
-
-
-def sample_kwargs(args: argparse.Namespace) -> dict:
-    """The keyword arguments of `bomcmc.sample` for a parsed `sample` command."""
-    kw = dict(
-        posterior=args.posterior, sampler=args.sampler, chains=args.chains, draws=args.draws,
-        warmup=args.warmup, seed=args.seed, out=args.out, thin=args.thin,
-        chunk_size=args.chunk_size, progress=not args.no_progress, float64=args.float64,
-        init_jitter=args.init_jitter, overwrite=args.overwrite,
-    )
-    if args.adapt is not None:
-        kw["adapt"] = None if args.adapt == "none" else args.adapt
-    for flag, kwarg in KNOB_FLAGS.items():
-        v = getattr(args, flag)
-        if v is not None:
-            kw[kwarg] = v
-    return kw
-
-
-# ---------------------------------------------------------------------------------------
-# Commands
-# ---------------------------------------------------------------------------------------
-def _cmd_posteriors(args) -> int:
-    from .. import models
-
-    desc = models.describe()
-    width = max((len(n) for n in desc), default=0)
-    for name, text in desc.items():
-        print(f"{name:<{width}}  {text}")
-    return 0
-
-
-def _summarize(result) -> dict:
-    from ..diagnostics import summarize
-
-    return summarize(result.idata, result.totals)
-
-
-def _report(result, run_dir: Path, as_json: bool, summary: dict | None = None) -> None:
-    """Print the summary (table or JSON) and write the plots into the run directory."""
-    import warnings
-
-    from ..diagnostics import plots
-    from ..diagnostics import format_table
-    from ..tuning.gp_bandit import summarize_tuning
-
-    # ArviZ and numpy warn (0/0 in R-hat, constant chains, ...) where the table shows nan:
-    # on the command line that is noise on stderr.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        summary = summary if summary is not None else _summarize(result)
-        tuning = summarize_tuning(result.idata)
-        if tuning is not None:
-            summary = {**summary, "tuning": _clean_json(tuning)}
-        if as_json:
-            print(json.dumps(summary))
-        else:
-            print(format_table(summary))
-            if tuning is not None:
-                print(_format_tuning(tuning))
-        sys.stdout.flush()
-        plots.plot_trace(result.idata, run_dir / "trace.png")
-        plots.plot_autocorr(result.idata, run_dir / "autocorr.png")
-        if tuning is not None:
-            plots.plot_reward_surface(result.idata, run_dir / "reward_surface.png")
-            plots.plot_reward_slice(result.idata, run_dir / "reward_slice.png")
-
-
-def _clean_json(obj):
-    from ..diagnostics import clean_json
-
-    return clean_json(obj)
-
-
-def _format_tuning(t: dict) -> str:
-    """Two lines on the bandit of an adaptive run (the `tuning` group)."""
-    best = t.get("best") or {}
-    lines = [
-        f"GP bandit: {t['bo_steps']} BO steps ({t['bo_steps_warmup']} in warm-up), "
-        f"{t['proposals']} proposals, {t['distinct_settings']} settings tried"
-        + (f", {t['gp_resets']} GP resets (metric updates)" if "gp_resets" in t else ""),
-        f"final step size {t['final']['step_size']:.4g}, L {t['final']['num_steps']}"
-        + (f"; incumbent step size {best['step_size']:.4g}, L {best['num_steps']}"
-           if best else "")
-        + f"; box eps [{t['eps_bounds'][0]:.3g}, {t['eps_bounds'][1]:.3g}] x "
-          f"L [{t['steps_bounds'][0]:g}, {t['steps_bounds'][1]:g}]",
-    ]
-    return "\n".join(lines)
-
-
-def _check_run_dir(path) -> dict:
-    """The run configuration of DIR, or a one-line BomcmcError saying what DIR is instead."""
-    from ..errors import BomcmcError
-    from ..store import DiskStore
-
-    p = Path(path)
-    if not p.exists():
-        raise BomcmcError(f"{p}: no such run directory")
-    if not p.is_dir():
-        raise BomcmcError(f"{p}: not a directory")
-    if not (p / "config.json").is_file():
-        raise BomcmcError(f"{p}: not a bomcmc run directory (no config.json)")
-    return DiskStore(p).config()
-
-
-def _cmd_sample(args) -> int:
-    import bomcmc
-
-    bomcmc.enable_compilation_cache()
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise bomcmc.BomcmcError(f"{out}: exists and is not a directory")
-    result = bomcmc.sample(**sample_kwargs(args))
-    _report(result, Path(result.path or out), args.json)
-    return 0
-
-
-def _cmd_resume(args) -> int:
-    import bomcmc
-
-    bomcmc.enable_compilation_cache()
-    _check_run_dir(args.dir)
-    result = bomcmc.resume(args.dir, progress=not args.no_progress)
-    _report(result, Path(result.path or args.dir), args.json)
-    return 0
-
-
-def _cmd_summary(args) -> int:
-    import bomcmc
-
-    bomcmc.enable_compilation_cache()
-    # load() reads only idata.nc and run.json; check config.json too, so a damaged run
-    # directory is reported rather than half-trusted.
-    _check_run_dir(args.dir)
-    result = bomcmc.load(args.dir)
-    _report(result, Path(args.dir), args.json, summary=_summarize(result))
-    return 0
-
-
 def _cli_bnn():
     from . import bnn as cli_bnn
 
@@ -345,10 +201,10 @@ def _cli_bnn():
 
 
 COMMANDS = {
-    "posteriors": _cmd_posteriors,
-    "sample": _cmd_sample,
-    "resume": _cmd_resume,
-    "summary": _cmd_summary,
+    "posteriors": commands.cmd_posteriors,
+    "sample": commands.cmd_sample,
+    "resume": commands.cmd_resume,
+    "summary": commands.cmd_summary,
     "bnn": lambda args: _cli_bnn().cmd_bnn(args),
     "demo": lambda args: _cli_bnn().cmd_demo(args),
 }

@@ -190,7 +190,8 @@ def plot_autocorr(idata, path: str | os.PathLike, max_coords: int = 8,
 def _bandit(source):
     """(tuner, history, idata or None) from a run's InferenceData / SampleResult with a
     `tuning` group, or from a GPBanditTuner."""
-    from ..tuning.gp_bandit import GPBanditTuner, tuning_from_idata
+    from ..tuning.gp_bandit import GPBanditTuner
+    from ..tuning.history import tuning_from_idata
 
     if isinstance(source, GPBanditTuner):
         tuner, history, idata = source, source.history, None

@@ -1,4 +1,4 @@
-"""A mixture of M HMC kernels, and the two-phase Bayesian-optimised sampler "bo2".
+"""A mixture of M HMC kernels, and the two-phase Bayesian-optimised sampler "two_phase".
 
 The kernel (seed 001 §3.3: "a mixture of M MCMC transition kernels ... where each kernel
 uses one of the M parameters obtained in the SIR step"): the knobs hold M settings
@@ -11,7 +11,7 @@ The index comes from its own fold of the transition's key, fold_in(key, POLICY_S
 HMC transition gets the key unchanged. So with all M slots equal (the adaptation phase) a
 transition is bit for bit `hmc.step` with those knobs.
 
-`sampler` ("bo2", `sample(..., sampler="bo2")`): this kernel, started like AHMC (L-BFGS
+`sampler` ("two_phase", `sample(..., sampler="two_phase")`): this kernel, started like AHMC (L-BFGS
 towards the mode, `ahmc.init`), with random trajectory lengths L_r ~ U{1..L_k} on by
 default, and the `TwoPhaseTuner` (`tuning/two_phase.py`) built from the options in
 `TUNER_OPTIONS` (docs/tuning.md, "Two-phase mode (seed 001)").
@@ -79,7 +79,7 @@ def step(key: jax.Array, state: hmc.HMCState, logdensity_fn, knobs: MixtureKnobs
 def make_knobs(dim: int, step_size: float = 0.1, steps: int = 10, random_steps: bool = True,
                inverse_mass_matrix=None) -> MixtureKnobs:
     """POLICY_SIZE slots all holding (step_size, steps), random trajectory lengths on by
-    default (validated as HMC's knobs). For "bo2", step_size is where Stan's heuristic
+    default (validated as HMC's knobs). For "two_phase", step_size is where Stan's heuristic
     starts; the tuner resizes the slots to its policy_size and sets them."""
     size = POLICY_SIZE
     one = hmc.default_knobs(dim, step_size=step_size, steps=steps, random_steps=random_steps,

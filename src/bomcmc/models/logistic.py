@@ -14,7 +14,8 @@ import numpy as np
 
 from ..datasets import girolami_logreg
 from ..errors import BomcmcError
-from ..posterior import Posterior, check_finite_data
+from ..posterior import Posterior
+from ..validation import finite_data
 
 PRIOR_VARIANCE = 100.0
 
@@ -24,7 +25,7 @@ def logistic_regression(X, y, name: str = "logistic", prior_variance: float = PR
     """Posterior over the coefficient vector `beta` (the first column of X is the intercept)."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    check_finite_data(name, X=X, y=y)
+    finite_data(name, X=X, y=y)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise BomcmcError(f"{name}: X must be (n, d) and y (n,), got {X.shape} and {y.shape}")
     if not np.all((y == 0) | (y == 1)):

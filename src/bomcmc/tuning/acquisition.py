@@ -17,23 +17,47 @@ from typing import Callable
 
 import numpy as np
 from scipy.optimize import direct, minimize
-from scipy.special import ndtr
+
+
+def norm_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def norm_pdf(z: float) -> float:
+    return math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
 
 
 def ucb(mean, std, scale: float = 1.0, weight: float = 1.0, beta: float = 1.0):
-    """u = s·μ + p·√β·σ; only the mean is rescaled (SPECS §A.2–A.3)."""
-    return scale * np.asarray(mean) + weight * np.sqrt(beta) * np.asarray(std)
+    """u = s·μ + p·√β·σ; only the mean is rescaled (SPECS §A.2–A.3). Scalars or arrays."""
+    return scale * mean + weight * math.sqrt(beta) * std
+
+
+def ucb_slope(scale: float, weight: float, beta: float) -> tuple[float, float]:
+    """(∂u/∂μ, ∂u/∂σ) of `ucb`."""
+    return scale, weight * math.sqrt(beta)
+
+
+def improvement(gain: float, sd: float) -> float:
+    """EI at one point from its expected gain g = μ − y* − ξ and sd σ:
+    gΦ(Z) + σφ(Z), Z = g/σ; max(g, 0) at σ = 0 (SPECS §B.5; seed 001 §3.2)."""
+    if sd <= 0.0:
+        return max(gain, 0.0)
+    z = gain / sd
+    return gain * norm_cdf(z) + sd * norm_pdf(z)
+
+
+def improvement_slope(gain: float, sd: float, scale: float = 1.0) -> tuple[float, float]:
+    """(∂EI/∂μ, ∂EI/∂σ) of `improvement` when g = scale·μ − const: (scale Φ(Z), φ(Z))."""
+    if sd <= 0.0:
+        return (scale if gain > 0 else 0.0), 0.0
+    z = gain / sd
+    return scale * norm_cdf(z), norm_pdf(z)
 
 
 def expected_improvement(mean, std, best: float, xi: float = 0.01):
-    """EI = (μ − y* − ξ)Φ(Z) + σφ(Z), Z = (μ − y* − ξ)/σ (SPECS §B.5; seed 001 §3.2)."""
-    mean, std = np.asarray(mean, dtype=float), np.asarray(std, dtype=float)
-    gain = mean - best - xi
-    safe = np.where(std > 0, std, 1.0)
-    z = gain / safe
-    pdf = np.exp(-0.5 * z * z) / np.sqrt(2.0 * np.pi)
-    ei = gain * ndtr(z) + std * pdf
-    return np.where(std > 0, ei, np.maximum(gain, 0.0))
+    """EI over the best value y* with margin ξ, elementwise over arrays of μ and σ."""
+    ei = np.vectorize(lambda m, s: improvement(m - best - xi, s), otypes=[float])
+    return ei(np.asarray(mean, dtype=float), np.asarray(std, dtype=float))
 
 
 def maximize(fn: Callable[[np.ndarray], float], lower, upper, maxfun: int = 200,

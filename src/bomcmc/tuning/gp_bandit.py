@@ -51,14 +51,6 @@ LENGTHSCALE_FACTOR = 0.2  # ℓ_d = 0.2 × range_d (SPECS §A.2, "α = 0.2")
 RESCALE = 4.0  # s = 4 / max reward (SPECS §A.2)
 
 
-def _norm_cdf(z: float) -> float:
-    return 0.5 * math.erfc(-z / math.sqrt(2.0))
-
-
-def _norm_pdf(z: float) -> float:
-    return math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-
-
 _BLAS = None
 
 
@@ -275,36 +267,30 @@ class GPBanditTuner(Tuner):
         """γ ↦ u(γ) for the current GP and annealing weight p; with grad=True, γ ↦ (u, ∇u).
 
         Scalar arithmetic on the GP's one-point predictor (`GaussianProcess.point_predictor`),
-        the same formulas as `acquisition.ucb` / `acquisition.expected_improvement`:
+        with the formulas of `acquisition`:
             UCB: u = s·μ + p·√β·σ,            ∇u = s∇μ + p√β ∇σ²/(2σ)
             EI:  u = gΦ(Z) + σφ(Z), g = sμ − y* − ξ, Z = g/σ;  ∇u = Φ(Z) s∇μ + φ(Z) ∇σ
         """
+        from . import acquisition
+
         s = self.scale()
         predict = self.gp.point_predictor(grad=grad)
         if self.acquisition == "ucb":
-            w = p * math.sqrt(schedules.beta(max(self.gp.n_obs, 1), d=2, delta=self.delta))
+            beta = schedules.beta(max(self.gp.n_obs, 1), d=2, delta=self.delta)
 
             def value(mean, var):
-                return s * mean + w * math.sqrt(var)
+                return acquisition.ucb(mean, math.sqrt(var), s, p, beta)
 
             def slope(mean, var):  # (∂u/∂μ, ∂u/∂σ)
-                return s, w
+                return acquisition.ucb_slope(s, p, beta)
         else:
             best = s * float(np.max(self.gp.predict(self.gp.X)[0])) + self.xi  # y* + ξ
 
             def value(mean, var):
-                gain, sd = s * mean - best, math.sqrt(var)
-                if sd <= 0.0:
-                    return max(gain, 0.0)
-                z = gain / sd
-                return gain * _norm_cdf(z) + sd * _norm_pdf(z)
+                return acquisition.improvement(s * mean - best, math.sqrt(var))
 
             def slope(mean, var):
-                gain, sd = s * mean - best, math.sqrt(var)
-                if sd <= 0.0:
-                    return (s if gain > 0 else 0.0), 0.0
-                z = gain / sd
-                return s * _norm_cdf(z), _norm_pdf(z)
+                return acquisition.improvement_slope(s * mean - best, math.sqrt(var), s)
 
         if not grad:
             def u(x):
@@ -401,61 +387,3 @@ class GPBanditTuner(Tuner):
         tuner = cls(eps_bounds=state["eps_bounds"], steps_bounds=state["steps_bounds"], **opts)
         tuner.load_state_dict(state, history)
         return tuner
-
-
-def tuning_from_idata(idata) -> tuple[GPBanditTuner, list[dict]] | None:
-    """(tuner rebuilt from the final state, history) of a run's InferenceData `tuning` group,
-    or None when the run has no GP-bandit tuning."""
-    import json
-
-    idata = getattr(idata, "idata", idata)  # a SampleResult works too
-    if not hasattr(idata, "groups") or "tuning" not in idata.groups():
-        return None
-    group = idata.tuning
-    if "tuner_state" not in group.attrs:
-        return None
-    state = json.loads(group.attrs["tuner_state"])
-    if state.get("gp") is None or state.get("eps_bounds") is None:
-        return None
-    history = history_from_dataset(group)
-    return GPBanditTuner.from_state(state, history), history
-
-
-def history_from_dataset(ds) -> list[dict]:
-    """The history entries of a `tuning` group (one per BO step; NaN rewards back to None)."""
-    n = ds.sizes.get("step", 0)
-    cols = {k: np.asarray(ds[k].values) for k in ds.data_vars}
-    out = []
-    for j in range(n):
-        h = {}
-        for k, v in cols.items():
-            x = v[j].item()
-            if isinstance(x, float) and not math.isfinite(x):
-                x = None
-            h[k] = x
-        out.append(h)
-    return out
-
-
-def summarize_tuning(idata) -> dict | None:
-    """A JSON-able summary of a run's bandit (for `bomcmc summary`): BO steps, proposals,
-    the final and the incumbent (ε, L), the number of GP resets, the last p_i."""
-    found = tuning_from_idata(idata)
-    if found is None:
-        return None
-    tuner, history = found
-    finite = [h for h in history if h.get("reward") is not None]
-    out = {
-        "bo_steps": len(history),
-        "bo_steps_warmup": sum(1 for h in history if h.get("phase") == 0),
-        "proposals": sum(1 for h in history if h.get("proposed")),
-        "distinct_settings": len({(h["eps"], h["L"]) for h in history}),
-        "final": {"step_size": tuner.step_size, "num_steps": tuner.num_steps},
-        "best": tuner.best() if tuner.gp is not None and tuner.gp.n_obs else None,
-        "eps_bounds": list(tuner.eps_bounds), "steps_bounds": list(tuner.steps_bounds),
-        "last_p_i": history[-1]["p_i"] if history else None,
-        "max_reward": max((h["reward"] for h in finite), default=None),
-    }
-    if history and "epoch" in history[-1]:
-        out["gp_resets"] = int(history[-1]["epoch"])
-    return out

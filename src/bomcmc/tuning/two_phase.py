@@ -75,7 +75,7 @@ def default_bo_steps(warmup: int, reward) -> int:
 class TwoPhaseTuner(AHMCTuner):
     """Adaptation by EI on a GP for the warm-up's BO steps, then one frozen SIR policy of M
     (ε, L) settings for the mixture kernel (module docstring). Needs knobs with a policy
-    axis: `step_size` and `num_steps` of shape (chains, M) (the sampler "bo2").
+    axis: `step_size` and `num_steps` of shape (chains, M) (the sampler "two_phase").
 
     Args:
         warmup, thin: the run's warm-up transitions and thinning.
@@ -141,7 +141,7 @@ class TwoPhaseTuner(AHMCTuner):
         eps, steps = np.asarray(knobs.step_size), np.asarray(knobs.num_steps)
         if eps.ndim != 2 or steps.ndim != 2:
             raise BomcmcError("the two-phase tuner needs the mixture kernel's knobs (a policy "
-                              "axis of M settings per chain): use sampler='bo2'")
+                              "axis of M settings per chain): use sampler='two_phase'")
         m = self.policy_size
         if eps.shape[1] == m and steps.shape[1] == m:
             return knobs

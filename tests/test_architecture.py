@@ -1,0 +1,136 @@
+"""The package's layers import one way only, and no subpackages import each other in a cycle.
+
+Every module of src/bomcmc is read with `ast` (nothing is imported). A module belongs to a
+unit: its subpackage (`kernels`, `driver`, ...) or, at the top level, its own name. A unit may
+import only units of a lower layer (docs/architecture.md draws the same table).
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "bomcmc"
+
+LAYERS = [
+    {"errors", "config", "_version"},
+    {"validation"},
+    {"posterior", "datasets", "store"},
+    {"kernels", "models"},  # kernels never import models, nor models kernels
+    {"adaptation"},  # in-jit warm-up
+    {"tuning"},  # host-side tuning
+    {"registry", "diagnostics"},
+    {"driver"},
+    {"bnn"},  # the network application: nothing in the core imports it
+    {"__init__"},  # the public API
+    {"cli"},  # the command line, which calls the public API
+    {"__main__"},
+]
+RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
+
+
+def unit_of(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def module_name(path: Path) -> list[str]:
+    rel = path.relative_to(SRC).with_suffix("")
+    parts = ["bomcmc", *rel.parts]
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def imported_units(path: Path) -> set[tuple[str, int]]:
+    """(unit, line) of every bomcmc module `path` imports, relative imports resolved."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module_name(path) if path.name == "__init__.py" else module_name(path)[:-1]
+    found = set()
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Import):  # `import bomcmc` is the package's __init__
+            targets = [alias.name.split(".") + (["__init__"] if alias.name == "bomcmc" else [])
+                       for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                mod = base + (node.module.split(".") if node.module else [])
+            else:
+                mod = node.module.split(".") if node.module else []
+            if mod == ["bomcmc"]:  # from bomcmc import x: x is a unit, or a name of __init__
+                targets = [["bomcmc", alias.name if _is_unit(alias.name) else "__init__"]
+                           for alias in node.names]
+            else:
+                targets = [mod]
+        for t in targets:
+            if len(t) >= 2 and t[0] == "bomcmc":
+                found.add((t[1], node.lineno))
+    return found
+
+
+def _is_unit(name: str) -> bool:
+    return (SRC / name).is_dir() or (SRC / f"{name}.py").is_file()
+
+
+def edges() -> list[tuple[str, str, str]]:
+    """(source unit, target unit, where) for every import between different units."""
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        src = unit_of(path)
+        for target, line in imported_units(path):
+            if target != src:
+                out.append((src, target, f"{path.relative_to(SRC)}:{line}"))
+    return out
+
+
+def test_every_unit_has_a_layer():
+    units = {unit_of(p) for p in SRC.rglob("*.py")}
+    assert units <= set(RANK), f"units without a layer: {sorted(units - set(RANK))}"
+
+
+def test_imports_run_down_the_layers():
+    wrong = [f"{where}: {src} imports {dst}" for src, dst, where in edges()
+             if RANK.get(dst, -1) >= RANK[src]]
+    assert not wrong, "imports against the layer order:\n" + "\n".join(wrong)
+
+
+def test_no_cycle_between_units():
+    graph: dict[str, set[str]] = {}
+    for src, dst, _ in edges():
+        graph.setdefault(src, set()).add(dst)
+    state: dict[str, int] = {}
+
+    def visit(u, stack):
+        state[u] = 1
+        for v in graph.get(u, ()):
+            if state.get(v) == 1:
+                pytest.fail("import cycle: " + " -> ".join(stack + [u, v]))
+            if v not in state:
+                visit(v, stack + [u])
+        state[u] = 2
+
+    for u in list(graph):
+        if u not in state:
+            visit(u, [])
+
+
+def test_the_check_catches_a_wrong_import(tmp_path, monkeypatch):
+    """A kernel that imports the tuning layer, and a cycle, are both reported."""
+    fake = tmp_path / "bomcmc"
+    (fake / "kernels").mkdir(parents=True)
+    (fake / "tuning").mkdir()
+    (fake / "kernels" / "bad.py").write_text("from ..tuning import gp\n")
+    (fake / "tuning" / "gp.py").write_text("from ..kernels import bad\n")
+    monkeypatch.setattr(__import__(__name__), "SRC", fake)
+    found = edges()
+    assert ("kernels", "tuning", "kernels/bad.py:1") in found
+    with pytest.raises(AssertionError, match="kernels imports tuning"):
+        test_imports_run_down_the_layers()
+    with pytest.raises(pytest.fail.Exception, match="import cycle"):
+        test_no_cycle_between_units()
+
+
+def test_no_module_is_too_long():
+    """One room, one job: no module over 420 lines (the data files aside)."""
+    long = [f"{p.relative_to(SRC)} ({n} lines)" for p in SRC.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 420]
+    assert not long, long
