@@ -19,7 +19,7 @@ from reference import assert_matches, compare
 import bomcmc
 from bomcmc.cli import main as cli
 from bomcmc.diagnostics import summarize
-from bomcmc.kernels import ahmc
+from bomcmc.tuning import ahmc_tuner
 from bomcmc.kernels.hmc import HMCKnobs
 from bomcmc.tuning.history import summarize_tuning, tuning_from_idata
 
@@ -58,20 +58,20 @@ def _lengths(tuner, n, phase_of=lambda j: 0):
 
 def test_chunk_lengths_follow_the_papers_schedule_unit():
     opts = dict(eps_bounds=(0.01, 0.2), mass="identity", maxfun=20, polish=False)
-    t = ahmc.AHMCTuner(warmup=1000, **opts)
+    t = ahmc_tuner.AHMCTuner(warmup=1000, **opts)
     assert (t.burn_steps, t.m, t.longer, t.schedule(100), t.schedule(101)) == (100, 10, 0, 1.0,
                                                                                 2 ** -0.5)
     assert _lengths(t, 103, lambda j: int(j >= 100)) == [10] * 103
     # B = 1050: still k = 100 BO steps covering B exactly (the first 50 one longer)
-    t = ahmc.AHMCTuner(warmup=1050, **opts)
+    t = ahmc_tuner.AHMCTuner(warmup=1050, **opts)
     assert _lengths(t, 102, lambda j: int(j >= 100)) == [11] * 50 + [10] * 52
-    t = ahmc.AHMCTuner(warmup=50, **opts)  # B < 100: k = B steps of one transition
+    t = ahmc_tuner.AHMCTuner(warmup=50, **opts)  # B < 100: k = B steps of one transition
     assert (t.burn_steps, t.m, t.schedule(50), t.schedule(51)) == (50, 1, 1.0, 2 ** -0.5)
-    assert ahmc.AHMCTuner(warmup=0, **opts).chunk_draws(None, 100) == ahmc.DEFAULT_M
-    assert ahmc.AHMCTuner(warmup=1000, thin=3, **opts).sampling_draws == 3
+    assert ahmc_tuner.AHMCTuner(warmup=0, **opts).chunk_draws(None, 100) == ahmc_tuner.DEFAULT_M
+    assert ahmc_tuner.AHMCTuner(warmup=1000, thin=3, **opts).sampling_draws == 3
     # metric windows: (10, 25] and (25, 50] of the 100 burn-in BO steps
-    assert ahmc.AHMCTuner(warmup=1000, eps_bounds=(0.01, 0.2)).windows == [10, 25, 50]
-    assert ahmc.AHMCTuner(warmup=5, eps_bounds=(0.01, 0.2)).windows == []
+    assert ahmc_tuner.AHMCTuner(warmup=1000, eps_bounds=(0.01, 0.2)).windows == [10, 25, 50]
+    assert ahmc_tuner.AHMCTuner(warmup=5, eps_bounds=(0.01, 0.2)).windows == []
 
 
 def test_run_chunk_lengths_and_annealed_adaptation_after_burn_in(tmp_path):
@@ -151,7 +151,7 @@ def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
     assert kw["acquisition"] == "ei" and kw["schedule"] == "exponential" and kw["bo_steps"] == 20
     plain = cli.commands.sample_kwargs(cli.build_parser().parse_args(
         ["sample", "--posterior", "p", "--out", "x"]))
-    assert not set(plain) & set(ahmc.TUNER_OPTIONS)  # only the flags given are passed
+    assert not set(plain) & set(ahmc_tuner.TUNER_OPTIONS)  # only the flags given are passed
     assert cli.main(["sample", "--posterior", "gauss-2d-corr", "--sampler", "ahmc",
                      "--reward", "nope", "--out", str(tmp_path / "bad")]) == 2
 

@@ -23,7 +23,7 @@ from bomcmc.bnn.priors import (
     sample_log_upper,
 )
 from bomcmc.bnn.samplers import neal_sampler
-from bomcmc.kernels.neal_gibbs_hmc import neal_step_sizes
+from bomcmc.kernels.neal_gibbs_hmc import neal_kernel, neal_step_sizes
 
 
 def _data(n=12, n_in=2, n_out=1, seed=0):
@@ -429,7 +429,7 @@ def test_neal_gibbs_hmc_matches_nuts_on_an_ard_network():
 def test_neal_knobs_and_fixed_hyperparameters():
     X, y = _data(n=6)
     m = BNN(X, y, hidden=(), prior="io 1:2 bo 1", noise="0.5:2")
-    s = neal_sampler(m)
+    s = neal_kernel(m)
     with pytest.raises(bomcmc.BomcmcError):
         s.make_knobs(m.dim + 1)
     with pytest.raises(bomcmc.BomcmcError):

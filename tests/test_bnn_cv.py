@@ -190,7 +190,7 @@ def _sine(n=40, seed=0):
     return X, np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n)
 
 
-@pytest.mark.parametrize("sampler", ["ahmc-cv", "neal"])
+@pytest.mark.parametrize("sampler", ["ahmc_cv", "neal_gibbs"])
 def test_regressor_fits_predicts_and_reloads(tmp_path, sampler):
     """A small budget still learns sin(2x) far below the variance of y; predictions from the
     saved directory equal the fitted object's."""

@@ -13,6 +13,7 @@ import bomcmc
 from bomcmc.bnn.network import BNN
 from bomcmc.adaptation.dual_averaging import dual_averaging_adaptation
 from bomcmc.bnn.samplers import nuts_gibbs_sampler
+from bomcmc.kernels.nuts_gibbs import nuts_gibbs_kernel
 
 ADAPTER_NAME = "dual_averaging"
 from bomcmc.adaptation import dual_averaging as da
@@ -71,7 +72,7 @@ def test_nuts_gibbs_matches_the_exact_posterior():
 
 def test_nuts_gibbs_knobs_are_checked():
     m, _, _ = _linear_model()
-    s = nuts_gibbs_sampler(m)
+    s = nuts_gibbs_kernel(m)
     knobs = s.make_knobs(m.dim, step_size=0.3, max_tree_depth=6, sample_noise=False)
     assert float(knobs.step_size) == pytest.approx(0.3) and int(knobs.max_tree_depth) == 6
     assert knobs.tree_capacity.shape == (6,) and not bool(knobs.sample_noise)
@@ -93,7 +94,7 @@ def test_dual_averaging_adapter_reaches_the_target_and_hands_over_the_average():
     a⁻¹(δ); every update but the last sets η = e^{x_m} (tuning.dual_averaging), the last
     e^{x̄}; δ from the option, else from the knobs."""
     m, _, _ = _linear_model()
-    s = nuts_gibbs_sampler(m)
+    s = nuts_gibbs_kernel(m)
     eta_star, n = 0.4, 1500
     for option, knob_delta, delta in ((None, 0.8, 0.8), (None, 0.65, 0.65), (0.9, 0.65, 0.9)):
         adapter = dual_averaging_adaptation(target_accept=option)

@@ -1,5 +1,5 @@
-"""Nesterov dual averaging of log ε (Hoffman & Gelman 2014, Alg. 6; Stan's
-`stan/mcmc/stepsize_adaptation.hpp`; SPECS.md §D.1, §D.3).
+"""Dual averaging (Nesterov 2009) of log ε (Hoffman & Gelman 2014, Alg. 6; Stan's
+`stan/mcmc/stepsize_adaptation.hpp`; the Stan Reference Manual, "HMC algorithm parameters").
 
 Pure functions on a NamedTuple of scalars, jittable and vmappable. One update per warm-up
 transition, with that transition's acceptance statistic α:
@@ -30,7 +30,7 @@ from .base import Adapter
 GAMMA = 0.05  # γ: Alg. 6 / Stan `gamma_`
 KAPPA = 0.75  # κ: Alg. 6 / Stan `kappa_`
 T0 = 10.0  # t₀: Alg. 6 / Stan `t0_`
-TARGET_ACCEPT = 0.8  # δ: Stan's adapt_delta (Hoffman & Gelman used 0.65)
+TARGET_ACCEPT = 0.8  # δ: Stan's adapt_delta (Hoffman & Gelman 2014 used 0.65)
 
 
 class DualAveragingState(NamedTuple):

@@ -1,4 +1,5 @@
-"""Welford's running variance and Stan's regularisation of the metric it estimates.
+"""Welford's running variance (Welford 1962) and Stan's regularisation of the metric it
+estimates.
 
 Two forms of one estimator. `welford_update` adds one sample at a time inside the compiled
 loop (Stan's `welford_var_estimator::add_sample`, `welford_covar_estimator` when dense);

@@ -1,6 +1,7 @@
 """Stan's warm-up: dual averaging of ε in every iteration, the metric learned in doubling
-windows (SPECS.md §D.3; Stan `windowed_adaptation.hpp`, `var_adaptation.hpp`,
-`covar_adaptation.hpp`, `base_hmc.hpp::init_stepsize`; Hoffman & Gelman 2014 Alg. 6).
+windows (the Stan Reference Manual, "HMC algorithm parameters"; Stan's source,
+`windowed_adaptation.hpp`, `var_adaptation.hpp`, `covar_adaptation.hpp`,
+`base_hmc.hpp::init_stepsize`; Hoffman & Gelman 2014 Alg. 6).
 
 An `Adapter` (see `adaptation.base`): it runs inside the compiled chunk after every warm-up
 transition of every chain, so everything here is jittable and vmappable and the state is a
@@ -116,7 +117,7 @@ def one_step_log_accept(key, state, logdensity_fn: Callable, step_size, inverse_
 
 def init_stepsize(key, state, logdensity_fn: Callable, step_size, inverse_mass_matrix,
                   active=True, max_trials: int = HEURISTIC_MAX_TRIALS):
-    """Stan `base_hmc::init_stepsize` (Hoffman & Gelman Alg. 4, FindReasonableEpsilon, with
+    """Stan `base_hmc::init_stepsize` (Hoffman & Gelman 2014, Alg. 4, FindReasonableEpsilon, with
     threshold 0.8). Trial i draws fresh momentum with key fold_in(key, i) and takes one
     leapfrog step at the current ε:
 
@@ -161,7 +162,7 @@ def init_stepsize(key, state, logdensity_fn: Callable, step_size, inverse_mass_m
 class WindowAdaptState(NamedTuple):
     """One chain's warm-up state. Flat: the driver saves and restores it field by field."""
 
-    da_count: jax.Array  # dual averaging (tuning.dual_averaging.DualAveragingState)
+    da_count: jax.Array  # dual averaging (adaptation.dual_averaging.DualAveragingState)
     da_s_bar: jax.Array
     da_x: jax.Array
     da_x_bar: jax.Array
@@ -244,7 +245,7 @@ def window_adaptation(
         # re-initialise ε (init_stepsize) and dual averaging (set_mu(log(10 ε)); restart())
         at_end = jnp.any(s.window_ends == t)
         new_metric = regularized_metric(n, m2)
-        use_metric = at_end & (n >= 2)  # with < 2 samples keep the metric (Stan PR #3037)
+        use_metric = at_end & (n >= 2)  # with < 2 samples keep the metric (stan-dev/stan#3037)
         inv_mass = jnp.where(use_metric, new_metric,
                              jnp.asarray(knobs.inverse_mass_matrix, dtype))
         n, mean, m2 = tree_where(at_end, (jnp.zeros_like(n), jnp.zeros_like(mean),
@@ -255,7 +256,7 @@ def window_adaptation(
 
         # last warm-up iteration: ε = e^{x̄} (Stan: complete_adaptation). If a window also
         # ends here (term_buffer = 0) keep the heuristic's ε, not e^{x̄} of a fresh restart
-        # (which would be e^0 = 1: Stan issue #3023).
+        # (which would be e^0 = 1: stan-dev/stan#3023).
         eps = jnp.where((t == s.last_iter) & ~at_end, da.final_step_size(d), eps)
 
         new_s = _with_da(s, d)._replace(w_count=n, w_mean=mean, w_m2=m2)

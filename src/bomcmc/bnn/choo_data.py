@@ -1,6 +1,6 @@
-"""Choo's 8-point synthetic regression data and his priors (seed 004 §5.1–5.4).
+"""Choo's 8-point synthetic regression data and his priors (Choo 2000 §5.1–5.4).
 
-Seed 004 Table 5.1: 8 cases, inputs (x, y) uniform on [−1, 1]², target
+Choo 2000, Table 5.1: 8 cases, inputs (x, y) uniform on [−1, 1]², target
 z = f(x, y) + N(0, 0.1²) with f(x, y) = 0.3 + 1.2x + 0.7(y − 0.2)² + 2.3y(x + 0.1)² (eq. 5.1).
 Shipped as `data/choo/choo8.csv` (columns x, y, z; PROVENANCE.md, "Choo (2000)").
 
@@ -33,19 +33,19 @@ NOISE_WIDTH = 0.10  # ω_δ^{−1/2}
 
 
 def f_true(x, y):
-    """The noiseless surface of seed 004 eq. 5.1."""
+    """The noiseless surface of Choo 2000, eq. 5.1."""
     return 0.3 + 1.2 * x + 0.7 * (y - 0.2) ** 2 + 2.3 * y * (x + 0.1) ** 2
 
 
 def load_choo8() -> tuple[np.ndarray, np.ndarray]:
-    """(X (8, 2), y (8, 1)): seed 004 Table 5.1, as printed."""
+    """(X (8, 2), y (8, 1)): Choo 2000, Table 5.1, as printed."""
     _, arr = read_csv(data_path("choo", "choo8.csv"), "choo8.csv")
     return arr[:, :2].copy(), arr[:, 2:3].copy()
 
 
 def choo_prior(hidden: int = 8) -> tuple[str, str]:
     """(net prior, noise prior) in FBM notation for Choo's network with `hidden` tanh units
-    (seed 004 Tables 5.2 and 5.6), e.g. for 8:
+    (Choo 2000, Tables 5.2 and 5.6), e.g. for 8:
     ("ih 1:0.5 bh 1:0.5 ho 0.45:0.5 bo 0.8:0.5", "0.1:0.5"). Numbers of hidden units outside
     Table 5.6 get the ho width 0.45·√(8/H) (rounded to 4 digits), the table's own rule."""
     from ..errors import BomcmcError

@@ -1,10 +1,10 @@
-"""K-fold cross-validation networks advanced as one joint chain (seed 000 §3.2).
+"""K-fold cross-validation networks advanced as one joint chain (Wang 2012 §3.2).
 
 "We divide the data into n sets, and train n BNNs each on n − 1 sets and test them on the
 remaining set … a single Markov chain exploring the state space which is a combination of n
 independent copies of the original state space. During each super-transition, we draw samples
 for each of the BNNs and calculate the mean cross-validation error by using only the samples
-drawn in this super-transition." (seed 000 §3.2; robot arm: 8 folds, ch. 4.)
+drawn in this super-transition." (Wang 2012 §3.2; robot arm: 8 folds, ch. 4.)
 
 `CVModel(model, folds=K)` holds K copies of a `BNN`'s position, stacked on a leading fold axis
 (`{"log_tau": {...: (K, ...)}, "w": {...: (K, ...)}}`). Copy k sees the training cases outside
@@ -12,11 +12,11 @@ fold k (`BNN.with_mask`); the joint log density is the sum of the K copies' log 
 the copies are independent and one HMC trajectory with shared knobs (η, L) moves all of them.
 It offers the interface Neal's sampler uses (`unravel`, `ravel`, `gibbs`, `curvature`,
 `n_hyper`, `dim`), each vmapped over the folds, so `neal_sampler(cv)` and
-`ahmc_gibbs_sampler(cv)` run Neal's Gibbs-within-HMC on all folds at once.
+`ahmc_gibbs_sampler(cv)` (`bnn/samplers.py`) run Neal's Gibbs-within-HMC on all folds at once.
 
 The reward (`cv_reward`) is computed on the training data alone: for every fold the predictive
 mean of that fold's network over the super-transition's draws (all chains pooled) at the held-out
-cases; the error is the squared error summed over outputs and averaged over cases (seed 000
+cases; the error is the squared error summed over outputs and averaged over cases (Wang 2012,
 Table 4.1) for `real` targets, the misclassification rate of the averaged probabilities for
 `binary`/`class`; the folds' errors are averaged. The bandit maximises 1 / error: positive,
 bounded, and with the tuner's rescaling s = 4 / max r it becomes 4·(best error / error), so the
@@ -195,7 +195,7 @@ class CVModel:
 
 
 def fold_vote(cv: CVModel, draws, X) -> dict:
-    """Majority voting across the K fold networks (seed 000 §4.2, Dexter): each network
+    """Majority voting across the K fold networks (Wang 2012 §4.2, Dexter): each network
     classifies X by its predictive probabilities averaged over `draws` (joint flat draws
     (..., K·dim)); every input gets the label most networks gave, ties to the lower class.
     Returns {"pred": (n,) voted labels, "votes": (K, n) each network's labels,
@@ -221,7 +221,7 @@ def fold_vote(cv: CVModel, draws, X) -> dict:
 
 def cv_reward(cv: CVModel):
     """The bandit's reward for a super-transition: 1 / (mean over folds of the held-out error
-    of that super-transition's draws, all chains pooled) (seed 000 §3.2; module docstring).
+    of that super-transition's draws, all chains pooled) (Wang 2012 §3.2; module docstring).
     NaN (no reward) when the error is not finite or the chunk has no draws."""
     error_fn = cv.heldout_error_fn()
 

@@ -1,4 +1,4 @@
-"""A scikit-learn-style estimator for Bayesian MLP regression (issue 5, item 6).
+"""A scikit-learn-style estimator for Bayesian MLP regression.
 
     reg = BayesianMLPRegressor(hidden=(16,), sampler="ahmc_cv", folds=8)
     reg.fit(X, y)                     # Adam pre-training, then MCMC (docs/bnn.md)
@@ -6,22 +6,23 @@
     reg.idata_                        # the kept draws (ArviZ InferenceData)
 
 **Run length** is a leapfrog budget, the unit of the source documents: `super_transitions` ×
-`budget` gradient evaluations per chain (seed 000 §3.2: super-transitions of a fixed number of
-leapfrog steps; the robot arm ran 200 × 24 000). The driver stops at that budget
+`budget` gradient evaluations per chain (Wang 2012 §3.2: super-transitions of a fixed number
+of leapfrog steps; the robot arm ran 200 × 24 000). The driver stops at that budget
 (`bomcmc.sample(max_grad=...)`), so every sampler gets the same computation; draws from the
 first `burn_in` fraction of it are discarded (kept on disk, not in `idata_`).
 
 **Samplers** (`sampler=`):
-- "ahmc_cv" (default): K networks, one per held-out fold, as one chain (`models.bnn_cv`);
+- "ahmc_cv" (default): K networks, one per held-out fold, as one chain (`bnn/cv.py`);
   Neal's Gibbs-within-HMC transition with (η, L) tuned by the GP bandit on the CV reward
-  (seed 000 §3.2, ch. 4);
-- "ahmc": the same on the one network, reward ESJD/√L;
-- "neal": Neal's hand-tuned scheme with fixed η = `step_size`, L = `steps` (seed 004 §3.4);
+  (Wang 2012 §3.2, ch. 4);
+- "ahmc_gibbs": the same on the one network, reward ESJD/√L;
+- "neal_gibbs": Neal's hand-tuned scheme with fixed η = `step_size`, L = `steps` (Choo 2000
+  §3.4);
 - "nuts": NUTS on the joint posterior of (log τ, w) with Stan's warm-up (`nuts_warmup`
   transitions);
 - "nuts_gibbs": Gibbs draws of the precisions, then NUTS on the weights (when installed).
 Predictions pool the draws of every fold network for "ahmc_cv" (the K networks are draws of
-K posteriors that each miss 1/K of the data; Wang averages their predictions, seed 000 §4.1).
+K posteriors that each miss 1/K of the data; Wang averages their predictions, Wang 2012 §4.1).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _write_npz(path, **arrays) -> None:
         np.savez(f, **arrays)
 
 
-def _sampler_name(name: str) -> str:
+def sampler_name(name: str) -> str:
     """The canonical spelling (underscores) of an estimator's sampler name."""
     return name.strip().lower().replace("-", "_")
 
@@ -69,8 +70,8 @@ class BayesianMLPRegressor:
         chains: independent chains (vmapped). seed: the run's seed.
         super_transitions, budget: the leapfrog budget per chain (their product).
         burn_in: fraction of the budget whose draws are discarded.
-        eps_bounds, steps_bounds: the bandit's box for η and L ("ahmc", "ahmc_cv").
-        step_size, steps: η and L for "neal". nuts_warmup: NUTS's warm-up transitions.
+        eps_bounds, steps_bounds: the bandit's box for η and L ("ahmc_gibbs", "ahmc_cv").
+        step_size, steps: η and L for "neal_gibbs". nuts_warmup: NUTS's warm-up transitions.
         pretrain_steps: Adam steps to a MAP start with the sigmas fixed (0: none).
         out: directory for the run (streams to disk, resumable); None keeps it in memory.
         progress, overwrite: as `bomcmc.sample`.
@@ -108,7 +109,7 @@ class BayesianMLPRegressor:
         return self
 
     def _validate(self) -> None:
-        if not isinstance(self.sampler, str) or _sampler_name(self.sampler) not in SAMPLERS:
+        if not isinstance(self.sampler, str) or sampler_name(self.sampler) not in SAMPLERS:
             raise BomcmcError(f"sampler must be one of {', '.join(SAMPLERS)}, "
                               f"got '{self.sampler}'")
         _check_int("chains", self.chains)
@@ -138,7 +139,7 @@ class BayesianMLPRegressor:
         from .cv import CVModel
         from .samplers import ahmc_gibbs_sampler, neal_sampler, nuts_gibbs_sampler
 
-        name = _sampler_name(self.sampler)
+        name = sampler_name(self.sampler)
         if name == "ahmc_cv":
             cv = CVModel(model, self.folds)
             return ahmc_gibbs_sampler(cv), cv.posterior(init=start), dict(
@@ -163,7 +164,7 @@ class BayesianMLPRegressor:
         model = self._model(X, y)
         self._y_ndim = np.asarray(y).ndim
         sampler, post, kw, cv = self._sampler_and_posterior(model, self._start(model))
-        name = _sampler_name(self.sampler)
+        name = sampler_name(self.sampler)
         max_grad = int(self.super_transitions) * int(self.budget)
         lo = math.ceil(float(self.steps_bounds[0])) if name.startswith("ahmc") else (
             int(self.steps) if name == "neal_gibbs" else 1)
@@ -210,7 +211,7 @@ class BayesianMLPRegressor:
         return flat
 
     def predict(self, X, return_std: bool = False, include_noise: bool = False):
-        """Posterior predictive mean (n, n_out) (seed 003 eq. 6.19); with return_std, also
+        """Posterior predictive mean (n, n_out) (Ask 2022, eq. 6.19); with return_std, also
         the predictive sd per output (eq. 6.20; the regression function's, or of a new
         target with include_noise)."""
         from .predict import predict_regression
@@ -231,7 +232,7 @@ class BayesianMLPRegressor:
         return (mean, std) if return_std else mean
 
     def score(self, X, y) -> float:
-        """Test error in the convention of seed 000 Table 4.1: squared error summed over the
+        """Test error in the convention of Wang 2012, Table 4.1: squared error summed over the
         outputs, averaged over cases (lower is better; not sklearn's R²)."""
         y = np.asarray(y, float).reshape(len(X), -1)
         return float(np.mean(np.sum((self.predict(X).reshape(y.shape) - y) ** 2, axis=1)))
@@ -266,7 +267,7 @@ class BayesianMLPRegressor:
         X, y = data["X"], data["y"]
         reg.model_ = reg._model(X, y)
         reg.cv_ = None
-        if _sampler_name(reg.sampler) == "ahmc_cv":
+        if sampler_name(reg.sampler) == "ahmc_cv":
             from .cv import CVModel
 
             reg.cv_ = CVModel(reg.model_, reg.folds)

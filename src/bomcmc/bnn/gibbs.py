@@ -15,7 +15,7 @@ from .priors import INF
 def gibbs_sweep(model, key, position: dict, sample_sigmas=True, sample_noise=True) -> dict:
     """One Gibbs sweep over the stored precisions given the weights: every weight group
     (when `sample_sigmas`) and the noise given the residuals (when `sample_noise`)
-    (seed 004 §3.4; FBM `sample-sigmas` / `sample-noise`; the flags may be traced).
+    (Choo 2000 §3.4; FBM `sample-sigmas` / `sample-noise`; the flags may be traced).
 
     In every group, as FBM's `gibbs_conn`: first τ₁ | Z, τ₀, then τ₀ | τ₁ (or τ₀ | Z); for
     t-distributed values the per-value precisions are drawn first as auxiliaries and the
@@ -79,7 +79,8 @@ def gibbs_sweep(model, key, position: dict, sample_sigmas=True, sample_noise=Tru
 
 def neal_curvature(model, position: dict) -> dict:
     """Neal's estimate of −∂²log p/∂wᵢ² for every weight, from the precisions only
-    (SPECS §E.3; seed 004 §4.5.1; FBM `mc_app_stepsizes`). Output curvature: τ_noise per
+    (FBM `net-models.tex`, "Heuristic choice of stepsizes", and `mc_app_stepsizes`; Choo 2000
+    §4.5.1). Output curvature: τ_noise per
     output (×(α+1)/α for t noise), ¼ for binary and softmax targets; backpropagated with
     d²L/du² = max a'(u)²·d²L/dv² and d²L/dv_i = Σⱼ σ²_{w,i} d²L/du_j; per weight:
     n·(typical v_i²)·d²L/du_j (Σ_c x_ci² for inputs), per bias n·d²L/du_j, plus the prior

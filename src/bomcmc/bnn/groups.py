@@ -18,15 +18,17 @@ from ..errors import BomcmcError
 from .priors import (INF, Prior, gamma_conditional, gamma_logpdf, normal_logpdf,
                      sample_log_upper, student_t_logpdf, upper_conditional)
 
-# max a'(u)² for the curvature backpropagation (SPECS §E.3: 1 for tanh)
+# max a'(u)² for the curvature backpropagation (FBM `net-models.tex`, "Heuristic choice of
+# stepsizes": 1 for tanh)
 MAX_SLOPE_SQ = {"tanh": 1.0, "sigmoid": 1.0 / 16, "relu": 1.0, "swish": 1.0998**2,
                 "identity": 1.0}
 
 
 def typical_sq(activation: str, s2):
-    """Typical squared value of a unit whose summed input has typical square s2 (SPECS §E.3:
-    capped at 1 for tanh). sigmoid: ¼ + s2/16 (first order), capped at 1; relu: s2/2 (exact
-    for a Gaussian input); swish: s2/2 (its large-input limit); identity: s2."""
+    """Typical squared value of a unit whose summed input has typical square s2 (FBM
+    `net-models.tex`, "Heuristic choice of stepsizes": capped at 1 for tanh). sigmoid:
+    ¼ + s2/16 (first order), capped at 1; relu: s2/2 (exact for a Gaussian input); swish:
+    s2/2 (its large-input limit); identity: s2."""
     if activation == "tanh":
         return jnp.minimum(1.0, s2)
     if activation == "sigmoid":
@@ -105,7 +107,8 @@ class Group:
         return lp
 
     def prior_curvature(self, tau1):
-        """−∂²log p/∂z² used by the step-size heuristic: τ, or (α+1)/α·τ for t (SPECS §E.3)."""
+        """−∂²log p/∂z² used by the step-size heuristic: τ, or (α+1)/α·τ for t (FBM
+        `net-models.tex`)."""
         return tau1 if self.a2 == INF else (self.a2 + 1) / self.a2 * tau1
 
     def lowest_conditional(self, z, log_tau: dict, dtype):

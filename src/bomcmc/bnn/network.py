@@ -1,13 +1,15 @@
 """Bayesian neural networks: multi-layer perceptrons with Neal's hierarchical priors.
 
-Sources: seed 003 §6.1–6.4 (the network, eqs. 6.2 and 6.16, activations §6.2, Gaussian priors
-eq. 6.22, the potential energy eq. 6.23); seed 004 ch. 3 (Neal's model: groups U, A, V, B with
-Gamma-distributed precisions, eqs. 3.1–3.13); SPECS.md §E (FBM's prior notation, the Gibbs
-updates of `net-mc.c`, the step-size heuristic of `net-models.tex`).
+Sources: Ask 2022 §6.1–6.4 (the network, eqs. 6.2 and 6.16, activations §6.2, Gaussian priors
+eq. 6.22, the potential energy eq. 6.23); Choo 2000, ch. 3 (Neal's model: groups U, A, V, B
+with Gamma-distributed precisions, eqs. 3.1–3.13); Neal 1996 as implemented in FBM (the prior
+notation of `prior.doc`, the Gibbs updates of `net-mc.c`, the step-size heuristic of
+`net-models.tex`).
 
 **Network.** Hidden layer l computes h_l = a_l(h_{l−1} W_l + b_l) (h_{−1} = x), the outputs are
-f = h_last·W_ho + x·W_io + b_o, with no activation (seed 003 eq. 6.2; seed 004 eqs. 3.1–3.2).
-Activations: tanh (default, FBM's and Neal's), sigmoid, relu, swish (seed 003 §6.2), identity.
+f = h_last·W_ho + x·W_io + b_o, with no activation (Ask 2022, eq. 6.2; Choo 2000, eqs.
+3.1–3.2). Activations: tanh (default, FBM's and Neal's), sigmoid, relu, swish (Ask 2022 §6.2),
+identity.
 
 **Parameters** are a dict of named groups, FBM's names: `ih0` (inputs → hidden 0, shape
 (n_in, h₀)), `bh0` (h₀,), `hh1` (h₀, h₁), `bh1`, …, `ho` (last hidden → outputs), `io`
@@ -25,7 +27,7 @@ precision that is a random variable: `<group>` for a group's common precision (f
 stored; the parameter-level precisions of t-distributed weights, biases and noise are
 integrated out. The log density is that of the joint in (log τ, w): the log-τ Jacobian
 (+log τ) is included, so NUTS or HMC on the joint and Neal's Gibbs-within-HMC
-(`samplers/neal_gibbs_hmc.py`) target the same distribution.
+(`kernels/neal_gibbs_hmc.py`) target the same distribution.
 """
 
 from __future__ import annotations
@@ -259,7 +261,7 @@ class BNN:
 
     def with_mask(self, mask) -> "BNN":
         """The same network with the likelihood restricted to the cases where `mask` (n,) is 1
-        (0 elsewhere): one cross-validation fold's training set (`models.bnn_cv`). `mask` may
+        (0 elsewhere): one cross-validation fold's training set (`bnn/cv.py`). `mask` may
         be a traced array, so one function vmaps over the folds. The data, counts, Gibbs
         conditionals and Neal's curvature all see only the weighted cases."""
         m = copy.copy(self)
@@ -342,7 +344,7 @@ class BNN:
 
     def gibbs_conditionals(self, position: dict) -> dict:
         """{log_tau key: (shape, rate)}: the closed-form Gamma conditional of the lowest
-        stored precision of every group whose values are Gaussian (SPECS §E.2)."""
+        stored precision of every group whose values are Gaussian (FBM `net-mc.c`)."""
         log_tau = position.get("log_tau", {})
         dtype = jax.tree_util.tree_leaves(position["w"])[0].dtype
         values = self._values(position)
@@ -367,7 +369,7 @@ class BNN:
                   init_scale: float = 0.1) -> Posterior:
         """The joint posterior over `{"log_tau": ..., "w": ...}` as a `bomcmc.Posterior`.
 
-        Chains start at `init` (e.g. from `bnn_pretrain.pretrain`) or, per chain, with every
+        Chains start at `init` (e.g. from `bnn.pretrain.pretrain`) or, per chain, with every
         stored sigma at `fix` and weights N(0, init_scale²)."""
         start = init if init is not None else self.init_position(fix)
         base = self.init_position(fix)

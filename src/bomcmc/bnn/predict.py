@@ -1,6 +1,6 @@
 """Posterior predictions of a Bayesian neural network from its draws.
 
-Seed 003 §6.3, eqs. 6.18–6.20: with draws θ₁…θ_S of the posterior, the predictions
+Ask 2022 §6.3, eqs. 6.18–6.20: with draws θ₁…θ_S of the posterior, the predictions
 ŷ_s = f(x, θ_s) give the predictive mean ŷ = (1/S) Σ_s f(x, θ_s) (eq. 6.19) and the sample
 covariance Cov(ŷ) = 1/(S−1) Σ_s (ŷ_s − ŷ)(ŷ_s − ŷ)ᵀ (eq. 6.20), per input x; its diagonal gives
 the standard deviation of each output. With `include_noise=True` the covariance is that of
@@ -73,7 +73,7 @@ def forward(model, draws: Any, X, thin: int = 1) -> np.ndarray:
 def predict_regression(model, draws: Any, X, include_noise: bool = False,
                        thin: int = 1) -> dict:
     """Predictive mean (n, n_out), covariance (n, n_out, n_out) and std (n, n_out) per input
-    (seed 003 eqs. 6.19–6.20); `include_noise` adds the expected noise variance."""
+    (Ask 2022, eqs. 6.19–6.20); `include_noise` adds the expected noise variance."""
     if model.likelihood != "real":
         raise BomcmcError("predict_regression needs a 'real' model; use predict_classification")
     f = forward(model, draws, X, thin)  # (S, n, k)

@@ -1,7 +1,7 @@
 """Adam pre-training of a Bayesian neural network: a MAP or maximum-likelihood start.
 
-Seed 003 §2.1.3 and §6.4, steps 1–3: initialise the weights, train the network with Adam
-(Kingma & Ba) to reach the high-probability region, then run a short burn-in before sampling,
+Ask 2022 §2.1.3 and §6.4, steps 1–3: initialise the weights, train the network with Adam
+(Kingma & Ba 2015) to reach the high-probability region, then run a short burn-in before sampling,
 to cut the burn-in the chain would otherwise need. The loss is minus the log posterior of the
 weights with the precisions held fixed (`objective="map"`: eq. 6.23, the L²-regularised
 squared error for Gaussian priors) or minus the log likelihood (`objective="ml"`: eq. 2.12).

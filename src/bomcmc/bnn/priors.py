@@ -1,13 +1,14 @@
 """Priors for Bayesian neural networks: Neal's hierarchical Gamma priors in FBM notation.
 
-Sources: SPECS.md §E.1–E.2 (FBM `util/prior.doc`, `util/prior.c`, `net/net-mc.c`); seed 004
-§3.2, eqs. 3.5, 3.7, 3.11–3.12 (Choo); seed 003 eq. 6.22 (fixed Gaussian priors λ_W, λ_b).
+Sources: Neal 1996 as implemented in FBM (`util/prior.doc`, `util/prior.c`, `net/net-mc.c`,
+`net/net-models.tex`); Choo 2000 §3.2, eqs. 3.5, 3.7, 3.11–3.12; Ask 2022, eq. 6.22 (fixed
+Gaussian priors λ_W, λ_b).
 
 **One prior, FBM's syntax** `[x]Width[:[α_group][:[α_sub-group][:[α_parameter]]]]`:
 
 - Precisions (inverse variances) are Gamma with *mean* μ and *shape* α in Neal's
   parametrisation: density ∝ τ^{α/2 − 1} exp(−τ α / (2μ)), i.e. Gamma(shape α/2, rate α/(2μ)),
-  mean μ, variance 2μ²/α (seed 004 eq. 3.7). An omitted α is ∞: τ equals its mean.
+  mean μ, variance 2μ²/α (Choo 2000, eq. 3.7). An omitted α is ∞: τ equals its mean.
 - The top-level mean is ω = 1/Width². With the "x" prefix it is scaled by the number N of
   source units: ω = N/W² (α = ∞), N·α/((α − 2)W²) (α > 2), N log N/W² (α = 2; N for N < 3, as
   in FBM's `prior_width_scaled`, where N log N would be 0 or smaller than N), N^{2/α}/W²
@@ -22,8 +23,8 @@ and scale τ₁ᵢ^{-1/2}. Biases have no sub-groups: their second α is the per
 (t-distributed biases). For the noise of a regression the levels are one common precision,
 one per output, and one per case (t-distributed noise).
 
-**Gibbs conditionals** (SPECS §E.2), for a precision τ with prior Gamma(mean μ, shape α)
-controlling n Gaussian quantities zᵢ:
+**Gibbs conditionals** (FBM `net-mc.c` and `net-models.tex`), for a precision τ with prior
+Gamma(mean μ, shape α) controlling n Gaussian quantities zᵢ:
 
     τ | z ~ Gamma(shape (α + n)/2, rate (α/μ + Σ zᵢ²)/2)                    (`gamma_conditional`)
 
@@ -124,7 +125,8 @@ class Prior:
         return self.alphas[2]
 
     def mean_precision(self, n_source: int | None = None) -> float:
-        """ω, the top-level mean precision: 1/W², or with "x" the scaled value (SPECS §E.1)."""
+        """ω, the top-level mean precision: 1/W², or with "x" the scaled value (FBM
+        `prior.doc`)."""
         base = 1.0 / self.width**2
         if not self.scaled:
             return base
@@ -235,7 +237,7 @@ class NetPrior:
 
 def fixed_gaussian(hidden_layers: int, lambda_w: float = 1.0, lambda_b: float = 1.0,
                    noise_precision: float | None = None, io: bool = False) -> NetPrior:
-    """Seed 003 eq. 6.22: every kernel N(0, 1/λ_W), every bias N(0, 1/λ_b), fixed; with
+    """Ask 2022, eq. 6.22: every kernel N(0, 1/λ_W), every bias N(0, 1/λ_b), fixed; with
     `noise_precision` λ the Gaussian likelihood of eq. 6.16 has that fixed precision."""
     if not (lambda_w > 0 and lambda_b > 0):
         raise BomcmcError("lambda_w and lambda_b must be positive")
@@ -293,7 +295,7 @@ def student_t_logpdf(z, precision, nu):
 
 def gamma_conditional(alpha, mean, sum_sq, n):
     """(shape, rate) of τ | z for τ ~ Gamma(mean μ, shape α), n zᵢ ~ N(0, 1/τ) with Σzᵢ² =
-    sum_sq: shape (α + n)/2, rate (α/μ + Σzᵢ²)/2 (seed 004 eq. 3.11; SPECS §E.2)."""
+    sum_sq: shape (α + n)/2, rate (α/μ + Σzᵢ²)/2 (Choo 2000, eq. 3.11; FBM `net-mc.c`)."""
     return (alpha + n) / 2, (alpha / mean + sum_sq) / 2
 
 
@@ -307,7 +309,7 @@ def sample_log_gamma(key, shape, rate):
 def upper_conditional(alpha0, mean0, alpha1, sum_lower, n):
     """(a, b, c) of the upper-level conditional: x = log τ has density ∝ exp(a x − b eˣ − c e⁻ˣ)
     for τ ~ Gamma(mean ω, shape α₀) over n precisions τᵢ ~ Gamma(mean τ, shape α₁) summing to
-    sum_lower (SPECS §E.2 "upper level"; FBM `prior.c:cond_sigma`; the +x of the log-τ
+    sum_lower (FBM `prior.c:cond_sigma`, the "upper level" of `net-models.tex`; the +x of the log-τ
     Jacobian is included in a)."""
     return (alpha0 - n * alpha1) / 2, alpha0 / (2 * mean0), alpha1 * sum_lower / 2
 

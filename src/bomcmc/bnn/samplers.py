@@ -1,18 +1,20 @@
 """Adaptive HMC with Gibbs updates of the hyperparameters, for Bayesian neural networks.
 
-Issue item 3(b); seed 000 §3.2 and ch. 4 (Wang's robot-arm and Dexter runs): each transition
-is Neal's (`neal_gibbs_hmc`: exact Gibbs draws of every precision, then HMC on the weights with
-per-weight step sizes η·c^{-1/2} from Neal's curvature heuristic), and a GP bandit
+Wang 2012 §3.2 and ch. 4 (Wang's robot-arm and Dexter runs): each transition is Neal's
+(`kernels/neal_gibbs_hmc.py`: exact Gibbs draws of every precision, then HMC on the weights
+with per-weight step sizes η·c^{-1/2} from Neal's curvature heuristic), and a GP bandit
 (`tuning.gp_bandit.GPBanditTuner`) tunes the shared (η, L) between super-transitions of a fixed
-leapfrog budget (seed 000 §3.2: a super-transition of B leapfrog steps runs ⌊B/L⌋ transitions),
-annealed with p_i = exp(−λ(i−1)), λ = 0.01 (seed 000 Alg. 3 and its footnote 3).
+leapfrog budget (Wang 2012 §3.2: a super-transition of B leapfrog steps runs ⌊B/L⌋
+transitions), annealed with p_i = exp(−λ(i−1)), λ = 0.01 (Wang 2012, Alg. 3 and its
+footnote 3).
 
 The bandit searches η — FBM's step-size adjustment factor — rather than a raw ε: Neal's
 heuristic already sets the relative scales of the weight groups from the current precisions,
-and η is what Wang's runs searched (box [0.01, 1.01] for the robot arm, SPECS §E.5).
+and η is what Wang's runs searched (box [0.01, 1.01] for the robot arm in Wang's thesis-era
+code, `robot_arm.py`).
 
-Reward: "cv" (default when the posterior is a `models.bnn_cv.CVModel`): 1 / held-out error of
-the super-transition's draws (`bnn_cv.cv_reward`); "esjd" otherwise; any reward name of
+Reward: "cv" (default when the posterior is a `bnn.cv.CVModel`): 1 / held-out error of
+the super-transition's draws (`bnn.cv.cv_reward`); "esjd" otherwise; any reward name of
 `tuning.rewards` or a callable.
 
 Defaults (no bounds given): η ∈ [0.01, 1.0], L ∈ {10..500}, budget = 10 × the largest L
@@ -38,7 +40,7 @@ TUNER_OPTIONS = ("eps_bounds", "steps_bounds", "budget", "reward", "schedule", "
 DEFAULT_ETA_BOUNDS = (0.01, 1.0)
 DEFAULT_STEPS_BOUNDS = (10, 500)
 BUDGET_FACTOR = 10
-LAMBDA = 0.01  # seed 000 footnote 3
+LAMBDA = 0.01  # Wang 2012, footnote 3
 
 
 def validate_options(options: dict, cv: bool) -> dict:
@@ -56,7 +58,7 @@ def validate_options(options: dict, cv: bool) -> dict:
     reward = opts.get("reward", "cv" if cv else "esjd")
     if reward == "cv" and not cv:
         raise BomcmcError("reward 'cv' needs a cross-validation posterior "
-                          "(bomcmc.models.bnn_cv.CVModel(model, folds).posterior())")
+                          "(bomcmc.bnn.cv.CVModel(model, folds).posterior())")
     opts["reward"] = reward
     opts.setdefault("schedule", "exponential")
     opts.setdefault("lam", LAMBDA)

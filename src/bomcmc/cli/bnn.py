@@ -2,7 +2,7 @@
 
     bomcmc bnn fit DATA.csv --target y1,y2 --out DIR [--inputs x1,x2] [--hidden 16 [8 ...]]
                    [--activation tanh] [--prior TEXT] [--noise TEXT]
-                   [--sampler ahmc-cv|ahmc|neal|nuts|nuts-gibbs] [--folds K] [--chains C]
+                   [--sampler ahmc_cv|ahmc_gibbs|neal_gibbs|nuts|nuts_gibbs] [--folds K] [--chains C]
                    [--super-transitions S] [--budget B] [--burn-in F]
                    [--eps-bounds A B] [--steps-bounds A B] [--step-size E] [--steps L]
                    [--pretrain-steps N] [--seed S] [--overwrite] [--no-progress] [--json]
@@ -28,7 +28,7 @@ import numpy as np
 def add_parsers(sub, types) -> None:
     """Register `bnn` and `demo` on the main parser's subparsers. `types`: the main CLI's
     argparse types (positive_int, nonneg_int, positive_float, probability)."""
-    from ..bnn.estimator import DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS
+    from ..bnn.estimator import DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS, sampler_name
     from .demo import BUDGETS
 
     b = sub.add_parser("bnn", help="Bayesian neural network regression from CSV files",
@@ -52,7 +52,7 @@ def add_parsers(sub, types) -> None:
                    help=f"FBM net-spec priors (default: '{DEFAULT_PRIOR}')")
     f.add_argument("--noise", default=DEFAULT_NOISE,
                    help=f"FBM noise prior (default: '{DEFAULT_NOISE}')")
-    f.add_argument("--sampler", default="ahmc-cv", choices=SAMPLERS)
+    f.add_argument("--sampler", default="ahmc_cv", choices=SAMPLERS, type=sampler_name)
     f.add_argument("--folds", type=types["positive_int"], default=8)
     f.add_argument("--chains", type=types["positive_int"], default=1)
     f.add_argument("--super-transitions", type=types["positive_int"], default=100,
@@ -66,9 +66,9 @@ def add_parsers(sub, types) -> None:
     f.add_argument("--steps-bounds", type=types["positive_int"], nargs=2, default=(20, 500),
                    metavar=("A", "B"), help="box for L (ahmc samplers)")
     f.add_argument("--step-size", type=types["positive_float"], default=0.1,
-                   help="η for --sampler neal")
+                   help="η for --sampler neal_gibbs")
     f.add_argument("--steps", type=types["positive_int"], default=100,
-                   help="L for --sampler neal")
+                   help="L for --sampler neal_gibbs")
     f.add_argument("--pretrain-steps", type=types["nonneg_int"], default=2000)
     f.add_argument("--seed", type=types["nonneg_int"], default=0)
     f.add_argument("--overwrite", action="store_true")
@@ -86,12 +86,13 @@ def add_parsers(sub, types) -> None:
     d = sub.add_parser("demo", help="the robot-arm Bayesian neural network (the main job)",
                        description="Fit a 2-16-2 network to MacKay's robot-arm data by adaptive "
                                    "HMC with an 8-fold cross-validation reward and report the "
-                                   "test error (seed 000 Table 4.1).")
+                                   "test error (Wang 2012, Table 4.1).")
     d.add_argument("--budget", default="default", choices=tuple(BUDGETS),
-                   help="small (< 2 min), default (< 10 min) or paper (200 x 24000 steps)")
+                   help="small (a smoke test, 20 x 2000 steps), default (100 x 12000) or "
+                        "paper (200 x 24000)")
     d.add_argument("--out", default="bomcmc-demo", metavar="DIR")
     d.add_argument("--seed", type=types["nonneg_int"], default=0)
-    d.add_argument("--sampler", default="ahmc-cv", choices=SAMPLERS)
+    d.add_argument("--sampler", default="ahmc_cv", choices=SAMPLERS, type=sampler_name)
     d.add_argument("--overwrite", action="store_true")
     d.add_argument("--no-progress", action="store_true")
     d.add_argument("--json", action="store_true", help="print the summary as JSON")

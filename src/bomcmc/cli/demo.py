@@ -1,20 +1,21 @@
-"""`bomcmc demo`: the robot-arm regression of seed 000 §4.1 (Table 4.1), the main job.
+"""`bomcmc demo`: the robot-arm regression of Wang 2012 §4.1 (Table 4.1), the main job.
 
 MacKay's robot-arm data (shipped, `datasets.robot_arm`): train on rows 1–200, test on rows
 401–600. Network 2-16-2, tanh, Neal's hierarchical priors as Wang's reproduction set them
-(SPECS §E.5: `ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1 bo 1`, noise `0.1:0.1`), one chain of 8
-networks (8-fold cross-validation as one joint chain), Neal's Gibbs-within-HMC transition with
-η and L tuned by the GP bandit on the CV reward (seed 000 §3.2), box η ∈ [0.01, 1.01],
+(Wang's thesis-era code, `robot_arm.py`, as FBM settings: `ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1
+bo 1`, noise `0.1:0.1`), one chain of 8 networks (8-fold cross-validation as one joint chain),
+Neal's Gibbs-within-HMC transition with η and L tuned by the GP bandit on the CV reward
+(Wang 2012 §3.2), box η ∈ [0.01, 1.01],
 L ∈ [20, L_max] (the paper: [20, 5020]).
 
 Budgets (leapfrog steps per chain = super-transitions × steps per super-transition):
-- "small": 20 × 2 000 (a smoke test, < 2 minutes on 2 CPU cores);
-- "default": 100 × 12 000 = 1.2 M (about 2–3 minutes on 2 CPU cores; < 10 even when the
-  machine is shared);
-- "paper": 200 × 24 000 = 4.8 M, L ∈ [20, 5020] (seed 000 §4.1).
+- "small": 20 × 2 000 (a smoke test);
+- "default": 100 × 12 000 = 1.2 M;
+- "paper": 200 × 24 000 = 4.8 M, L ∈ [20, 5020] (Wang 2012 §4.1).
+Run times: docs/robot_arm.md and docs/benchmarks.md ("Figures behind code comments").
 
 Test error: squared error summed over the two outputs, averaged over the 200 test cases, of
-the posterior predictive mean (seed 000 Table 4.1's convention); the noise floor is the same
+the posterior predictive mean (Wang 2012, Table 4.1's convention); the noise floor is the same
 error of the noise-free arm position (0.00438 on rows 401–600).
 """
 
@@ -30,18 +31,18 @@ import numpy as np
 from ..errors import BomcmcError
 from ..store import atomic_write_text
 
-PRIOR = "ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1 bo 1"  # SPECS §E.5
+PRIOR = "ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1 bo 1"  # Wang's thesis-era code, `robot_arm.py`
 NOISE = "0.1:0.1"
 BUDGETS = {  # name: (super-transitions, leapfrog steps each, L upper bound)
     "small": (20, 2000, 500),
     "default": (100, 12000, 2000),
     "paper": (200, 24000, 5020),
 }
-PAPER = {"neal_hmc": 0.00554, "adaptive_hmc": 0.00499}  # seed 000 Table 4.1
+PAPER = {"neal_hmc": 0.00554, "adaptive_hmc": 0.00499}  # Wang 2012, Table 4.1
 
 
 def run_demo(budget: str = "default", out: str | os.PathLike = "bomcmc-demo", seed: int = 0,
-             progress: bool = True, overwrite: bool = False, sampler: str = "ahmc-cv",
+             progress: bool = True, overwrite: bool = False, sampler: str = "ahmc_cv",
              plots: bool = True) -> dict:
     """Fit the robot-arm network, write the run, plots and summary.json into `out`, and
     return the summary (test_error, noise_floor, n_grad, wall_s, ...)."""
@@ -141,7 +142,7 @@ def format_summary(s: dict) -> str:
         f"  test error   {s['test_error']:.5f}   (squared error summed over the 2 outputs, "
         "mean over the 200 test cases)",
         f"  noise floor  {s['noise_floor']:.5f}   (the noise-free arm position's error)",
-        f"  paper (seed 000 Table 4.1): Neal's HMC {PAPER['neal_hmc']}, adaptive HMC "
+        f"  paper (Wang 2012, Table 4.1): Neal's HMC {PAPER['neal_hmc']}, adaptive HMC "
         f"{PAPER['adaptive_hmc']}",
         f"  gradients    {s['n_grad']}   wall {s['wall_s']:.1f} s   draws kept "
         f"{s['draws_kept']}",

@@ -11,7 +11,7 @@
                   [--init-jitter X] [--json]
     bomcmc resume DIR [--no-progress] [--json]
     bomcmc summary DIR [--json]
-    bomcmc bnn fit DATA.csv --target COLS --out DIR [...]   (cli_bnn.py)
+    bomcmc bnn fit DATA.csv --target COLS --out DIR [...]   (cli/bnn.py)
     bomcmc bnn predict DIR NEW.csv [--out PRED.csv]
     bomcmc demo [--budget small|default|paper] [--out DIR] [--json]
 

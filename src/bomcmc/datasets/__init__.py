@@ -50,7 +50,7 @@ LOGREG_DATASETS = ("australian", "german", "heart", "pima", "ripley")
 
 
 def girolami_logreg(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Design matrix and 0/1 labels, preprocessed as Girolami & Calderhead's BLR code
+    """Design matrix and 0/1 labels, preprocessed as the BLR code of Girolami & Calderhead 2011
     (PROVENANCE.md §3): German/Heart labels 1→0, 2→1; features standardised with ddof=1;
     polynomial basis [1, X, X², X³] for Ripley (order 3), [1, X] for the others."""
     if name not in LOGREG_DATASETS:
@@ -69,9 +69,9 @@ ROBOT_ARM_NOISE_SD = 0.05  # MacKay's generating noise (PROVENANCE.md §1)
 
 
 def robot_arm(split: str = "train") -> tuple[np.ndarray, np.ndarray]:
-    """MacKay's robot-arm data (PROVENANCE.md §1): inputs (joint angles x1, x2) and outputs
-    (y1, y2). `split`: "train" = rows 1–200, "test" = rows 401–600 (seed 000 §4.1; Neal 1996
-    §3.3), "extra" = rows 201–400, "all" = the 600 rows."""
+    """MacKay's robot-arm data (MacKay 1992; PROVENANCE.md §1): inputs (joint angles x1, x2)
+    and outputs (y1, y2). `split`: "train" = rows 1–200, "test" = rows 401–600 (Wang 2012
+    §4.1; Neal 1996 §3.3), "extra" = rows 201–400, "all" = the 600 rows."""
     rows = {"train": slice(0, 200), "extra": slice(200, 400), "test": slice(400, 600),
             "all": slice(0, 600)}
     if split not in rows:

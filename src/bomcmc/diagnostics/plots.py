@@ -12,7 +12,7 @@ a `tuning` group from a GPBanditTuner; a live GPBanditTuner works too):
     plot_reward_surface(idata, "reward_surface.png")  # GP mean over (log ε, L), tried points
     plot_reward_slice(idata, "reward_slice.png")      # slice at the final L: mean ± 2 sd, the
                                                       # tried points, the acquisition below
-(seed 000 Figs 4.1/4.4 and 4.2/4.6). matplotlib is imported only when a plot is drawn.
+(Wang 2012, Figs 4.1/4.4 and 4.2/4.6). matplotlib is imported only when a plot is drawn.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def plot_autocorr(idata, path: str | os.PathLike, max_coords: int = 8,
 
 
 # ---------------------------------------------------------------------------------------
-# The GP bandit (seed 000 Figs 4.1/4.4 and 4.2/4.6)
+# The GP bandit (Wang 2012, Figs 4.1/4.4 and 4.2/4.6)
 # ---------------------------------------------------------------------------------------
 def _bandit(source):
     """(tuner, history, idata or None) from a run's InferenceData / SampleResult with a
@@ -233,7 +233,7 @@ def _steps_grid(tuner) -> np.ndarray:
 def plot_reward_surface(source, path: str | os.PathLike, grid: int = 120) -> Path:
     """The GP posterior mean of the reward over the (ε, L) box (log ε axis), with the settings
     tried under the current GP as dots (area ∝ visits) and the final (ε, L) as a star
-    (seed 000 Figs 4.1 and 4.4)."""
+    (Wang 2012, Figs 4.1 and 4.4)."""
     tuner, history, idata = _bandit(source)
     log_eps = np.linspace(tuner.lower[0], tuner.upper[0], int(grid))
     steps = _steps_grid(tuner)
@@ -277,7 +277,7 @@ def plot_reward_slice(source, path: str | os.PathLike, steps: int | None = None,
                       grid: int = 300) -> Path:
     """A slice of the GP at L = `steps` (default: the final L): the posterior mean ± 2 sd of
     the reward against ε (log axis) with the rewards measured at that L, and below it the
-    acquisition function along the slice at the last p_i (seed 000 Figs 4.2 and 4.6)."""
+    acquisition function along the slice at the last p_i (Wang 2012, Figs 4.2 and 4.6)."""
     tuner, history, idata = _bandit(source)
     steps = int(tuner.num_steps if steps is None else steps)
     log_eps = np.linspace(tuner.lower[0], tuner.upper[0], int(grid))

@@ -2,10 +2,11 @@
 
 - bulk and tail ESS, rank-normalised split R-hat, MCSE of the mean: ArviZ (Vehtari et al. 2021);
 - ESS per gradient evaluation and ESS per second, each as min / median / max over all
-  coordinates (seed 002 §5: "we report the minimum, median and maximum ESS/L"); gradient
+  coordinates (Wang, Mohamed & de Freitas 2013 §5: "we report the minimum, median and
+  maximum ESS/L"); gradient
   evaluations are summed over chains and over the sampling phase only (warm-up is reported
   apart, `n_grad_warmup`);
-- auto-correlation functions (seed 000 Figs 2.3-2.4).
+- auto-correlation functions (Wang 2012, Figs 2.3-2.4).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def min_median_max(values) -> dict:
 
 
 def efficiency(ess, n_grad: float, wall_s: float) -> dict:
-    """ESS per gradient evaluation and per second over coordinates (seed 002 §5)."""
+    """ESS per gradient evaluation and per second over coordinates (Wang, Mohamed & de Freitas
+    2013 §5)."""
     ess = np.asarray(ess, dtype=float).ravel()
     return {
         "ess_per_grad": min_median_max(ess / n_grad) if n_grad > 0 else min_median_max([]),
@@ -67,7 +69,7 @@ def flat_ess(idata, method: str = "bulk") -> np.ndarray:
 def summarize(idata, totals: dict | None = None) -> dict:
     """Per-variable mean, sd, MCSE, bulk/tail ESS, R-hat; per-run efficiency.
 
-    The layout is the contract of `bomcmc summary --json` (issue 2 §7)."""
+    The layout is the contract of `bomcmc summary --json`."""
     import arviz as az
 
     post = idata.posterior

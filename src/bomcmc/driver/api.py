@@ -165,7 +165,7 @@ def _finish(run: Run, store, wall_total: float) -> SampleResult:
 
 
 def _preload_arviz() -> None:
-    """Import ArviZ (about 1.5 s) in a thread while JAX compiles and samples, which release
+    """Import ArviZ (slow to import) in a thread while JAX compiles and samples, which release
     the GIL; the InferenceData is assembled only at the end."""
     import sys
     import threading

@@ -46,9 +46,9 @@ def build_chunk_fn(
 
     A transition writes its position and one packed row (`rows.RowLayout`: the log density and
     the scalar info fields), unpacked after the loop. (Splitting the loop at the warm-up end,
-    so that sampling transitions skip the adapter's `cond`, was measured too: no faster
-    within ±1.5 % on the NUTS benchmark posteriors, and 20-27 % longer to compile, since the
-    step is then compiled twice; see docs/benchmarks.md.)
+    so that sampling transitions skip the adapter's `cond`, was measured too: no faster, and
+    longer to compile, since the step is then compiled twice; docs/benchmarks.md, "Loop split
+    at the warm-up end".)
 
     A kernel with a `machine` ("nuts_async") runs its chunks tick by tick instead: one loop
     iteration is one leapfrog step of every chain, and a chain whose trajectory ends writes

@@ -41,9 +41,10 @@ def build_lockstep(logdensity: Callable, kernel: Kernel, chunk_size: int, warmup
         out = Buffers(chunk_size, state, info_struct)
         zero_grad = jnp.zeros(info_struct.n_grad.shape, info_struct.n_grad.dtype)
 
-        # One flat loop over the chunk's n_draws * thin transitions (a nested thin loop costs
-        # ~10% on small posteriors). Transition j writes row j // thin, so the last transition
-        # of each thinning group is the one kept; n_grad and diverging accumulate over it.
+        # One flat loop over the chunk's n_draws * thin transitions (a nested thin loop was
+        # slower on small posteriors: docs/benchmarks.md). Transition j writes row j // thin,
+        # so the last transition of each thinning group is the one kept; n_grad and diverging
+        # accumulate over it.
         def body(j, carry):
             chain, bufs, n_grad, div = carry
             chain, info = transition(start_iter + j, chain)

@@ -71,7 +71,8 @@ def build_ticks(logdensity: Callable, kernel: Kernel, chunk_size: int, warmup: i
             m = step(m, kn)  # (a chain past its last draw ticks on, unrecorded)
             m = jax.lax.cond(jnp.any(m.pending), settle, lambda m, kn: m, m, kn)
             # A chain whose transition ended writes its draw to row j // thin of its buffer.
-            # The writes stay outside the `cond`s (inside one, german took 0.44 s, not 0.40 s).
+            # The writes stay outside the `cond`s: inside one the chunk was slower
+            # (docs/benchmarks.md, "NUTS without lockstep").
             ended = m.done & (j < total)
             new, raw = finish(m, kn)
             info = thinned(raw, j, thin, n_grad, div)
@@ -99,9 +100,7 @@ def build_ticks(logdensity: Callable, kernel: Kernel, chunk_size: int, warmup: i
     def chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
         # The loop sits in a branch (n_draws is never 0 from the driver). Measured, not
         # understood: on XLA's CPU backend the same loop outside a `cond` spreads its body
-        # over two threads and runs slower (logistic-german, 1000 draws x 4 chains: 0.57 s
-        # wall / 0.97 s CPU against 0.39 s / 0.39 s; docs/benchmarks.md, "NUTS without
-        # lockstep").
+        # over two threads and runs slower (docs/benchmarks.md, "NUTS without lockstep").
         def nothing(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
             shapes = jax.eval_shape(chunk_ticks, keys, states, knobs, adapt_states, start_iter,
                                     n_draws, thin)

@@ -21,9 +21,10 @@ MODE_BACKTRACKING = 20  # backtracking line-search steps per iteration, at most
 def find_mode(position: jax.Array, logdensity_fn, iterations: int = MODE_ITERATIONS):
     """At most `iterations` L-BFGS steps (optax, backtracking Armijo line search) up the log
     density from `position`, stopping when U stops decreasing: the authors' step 0,
-    x₀ = argmin U by L-BFGS on a small budget (SPECS §A.4: maxFunEvals = 2·L_u = 200). Returns the point reached, or `position` if
+    x₀ = argmin U by L-BFGS on a small budget (the authors' `ahmc.m` for Wang, Mohamed & de
+    Freitas 2013: maxFunEvals = 2·L_u = 200). Returns the point reached, or `position` if
     that is not finite or not better. (optax's zoom line search reaches the same modes but
-    compiles about twice as slowly.)"""
+    compiles more slowly: docs/tuning.md, "Defaults, and why".)"""
     import optax
 
     def neg(x):
@@ -35,7 +36,7 @@ def find_mode(position: jax.Array, logdensity_fn, iterations: int = MODE_ITERATI
 
     # Stop early once an iteration no longer lowers U beyond rounding (relative decrease
     # below 100 machine epsilons): past convergence every iteration would exhaust the line
-    # search (21 evaluations) for nothing — on german that was ~1.5k of the ~1.6k evaluations.
+    # search (21 evaluations) for nothing (docs/tuning.md, "Defaults, and why").
     tol = 100 * jnp.finfo(position.dtype).eps
 
     def body(carry):

@@ -1,8 +1,9 @@
 """Hamiltonian Monte Carlo with fixed or random trajectory length.
 
-Seed 000 Alg. 1 (one transition: fresh momentum, L leapfrog steps, Metropolis accept);
-seed 002 §4 / SPECS.md §A.4 (random length L_r ~ U{1..L} drawn at each transition);
-seed 004 Alg. 3 (per-coordinate step sizes, here a diagonal inverse mass matrix).
+Wang 2012, Alg. 1 (one transition: fresh momentum, L leapfrog steps, Metropolis accept);
+Wang, Mohamed & de Freitas 2013 §4 and the authors' `hmc_iter.m` (random length
+L_r ~ U{1..L} drawn at each transition); Choo 2000, Alg. 3 (per-coordinate step sizes, here
+a diagonal inverse mass matrix).
 
 Pure functions on one chain, in the style of BlackJAX: `init(position, logdensity_fn)` and
 `step(key, state, logdensity_fn, knobs) -> (state, info)`. All knobs are array arguments, so
@@ -47,7 +48,7 @@ class HMCInfo(NamedTuple):
     n_grad: jax.Array  # gradient evaluations spent
     n_steps: jax.Array  # leapfrog steps taken (L_r or L)
     sq_jump: jax.Array  # ||x_{t+1} - x_t||²
-    esjd: jax.Array  # a · ||x* - x_t||²: Rao-Blackwellised jump (SPECS.md §A.1)
+    esjd: jax.Array  # a · ||x* - x_t||²: Rao-Blackwellised jump (as the authors' `ahmc.m`)
     step_size: jax.Array
 
 
@@ -57,8 +58,8 @@ def init(position: jax.Array, logdensity_fn: Callable) -> HMCState:
 
 
 def trajectory_length(u: jax.Array, knobs: HMCKnobs) -> jax.Array:
-    """L, or L_r ~ U{1, ..., L} when random_steps (seed 002; SPECS.md §A.4 b: ceil(rand·L)),
-    from one uniform u ∈ [0, 1)."""
+    """L, or L_r ~ U{1, ..., L} when random_steps (Wang, Mohamed & de Freitas 2013 §4; the
+    authors' `hmc_iter.m`: ceil(rand·L)), from one uniform u ∈ [0, 1)."""
     num_steps = jnp.asarray(knobs.num_steps, jnp.int32)
     drawn = jnp.clip(1 + jnp.floor(u * num_steps).astype(jnp.int32), 1, num_steps)
     return jnp.where(knobs.random_steps, drawn, num_steps)
@@ -84,7 +85,7 @@ def step(
     knobs: HMCKnobs,
     max_energy_error: float = MAX_ENERGY_ERROR,
 ) -> tuple[HMCState, HMCInfo]:
-    """One HMC transition (seed 000 Alg. 1)."""
+    """One HMC transition (Wang 2012, Alg. 1)."""
     # Two random streams per transition: the momentum, and two uniforms (accept, L_r).
     key_p, key_u = jax.random.split(key)
     u_accept, u_steps = jax.random.uniform(key_u, (2,), state.position.dtype)
@@ -104,20 +105,21 @@ def step(
         HMCState(end.position, end.logdensity, end.logdensity_grad),
         state,
     )
-    prop_jump = jnp.sum((end.position - state.position) ** 2)
-    esjd = jnp.where(diverging | ~jnp.isfinite(prop_jump), 0.0, accept_prob * prop_jump)
-    info = HMCInfo(
-        acceptance_rate=accept_prob,
-        energy=energy0,
-        energy_error=delta,
-        diverging=diverging,
-        n_grad=n,
-        n_steps=n,
-        sq_jump=jnp.sum((new_state.position - state.position) ** 2),
-        esjd=esjd,
-        step_size=jnp.asarray(knobs.step_size, state.position.dtype),
-    )
+    info = transition_info(state.position, end.position, new_state.position, energy0, delta,
+                           diverging, accept_prob, n, n,
+                           jnp.asarray(knobs.step_size, state.position.dtype))
     return new_state, info
+
+
+def transition_info(x0, proposal, x1, energy0, delta, diverging, accept_prob, n_grad,
+                    n_steps, step_size) -> HMCInfo:
+    """The info of a transition from x0 that proposed `proposal` and moved to x1: the squared
+    jump ||x1 − x0||² and the Rao-Blackwellised jump a·||x* − x0||² (0 for a divergence)."""
+    prop_jump = jnp.sum((proposal - x0) ** 2)
+    esjd = jnp.where(diverging | ~jnp.isfinite(prop_jump), 0.0, accept_prob * prop_jump)
+    return HMCInfo(acceptance_rate=accept_prob, energy=energy0, energy_error=delta,
+                   diverging=diverging, n_grad=n_grad, n_steps=n_steps,
+                   sq_jump=jnp.sum((x1 - x0) ** 2), esjd=esjd, step_size=step_size)
 
 
 def default_knobs(

@@ -1,9 +1,9 @@
 """A mixture of M HMC kernels, and the two-phase Bayesian-optimised sampler "two_phase".
 
-The kernel (seed 001 §3.3: "a mixture of M MCMC transition kernels ... where each kernel
+The kernel (Mahendran 2011 §3.3: "a mixture of M MCMC transition kernels ... where each kernel
 uses one of the M parameters obtained in the SIR step"): the knobs hold M settings
 (ε_k, L_k), k = 1..M, per chain; each transition draws k uniformly and makes one HMC
-transition (`hmc.step`, seed 000 Alg. 1) with (ε_k, L_k). Each component leaves π
+transition (`hmc.step`, Wang 2012, Alg. 1) with (ε_k, L_k). Each component leaves π
 invariant, hence so does the mixture. M is the length of the knob arrays, fixed when the
 run is built, so a new policy is a new knob *value*: never a recompilation.
 
@@ -14,7 +14,7 @@ transition is bit for bit `hmc.step` with those knobs.
 `sampler` ("two_phase", `sample(..., sampler="two_phase")`): this kernel, started like AHMC (L-BFGS
 towards the mode, `ahmc.init`), with random trajectory lengths L_r ~ U{1..L_k} on by
 default, and the `TwoPhaseTuner` (`tuning/two_phase.py`) built from the options in
-`TUNER_OPTIONS` (docs/tuning.md, "Two-phase mode (seed 001)").
+`TUNER_OPTIONS` (docs/tuning.md, "Two-phase mode").
 """
 
 from __future__ import annotations

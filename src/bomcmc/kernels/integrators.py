@@ -1,10 +1,10 @@
 """Leapfrog (velocity Verlet) with a diagonal inverse mass matrix.
 
-Seed 000 §2.1, eq. (2.2):
+Wang 2012 §2.1, eq. (2.2):
     p_{τ+ε/2} = p_τ + (ε/2) ∇log π(x_τ)
     x_{τ+ε}   = x_τ + ε M⁻¹ p_{τ+ε/2}
     p_{τ+ε}   = p_{τ+ε/2} + (ε/2) ∇log π(x_{τ+ε})
-A diagonal M⁻¹ is the same as per-coordinate step sizes ε·sqrt(M⁻¹ᵢ) (seed 004 Alg. 3).
+A diagonal M⁻¹ is the same as per-coordinate step sizes ε·sqrt(M⁻¹ᵢ) (Choo 2000, Alg. 3).
 The gradient at the end of one step is reused at the start of the next, so L steps cost
 L gradient evaluations.
 """
@@ -30,7 +30,7 @@ def leapfrog_step(
     step_size: jax.Array,
     inverse_mass_matrix: jax.Array,
 ) -> IntegratorState:
-    """One leapfrog step (seed 000 eq. 2.2): half kick, drift, full gradient, half kick."""
+    """One leapfrog step (Wang 2012, eq. 2.2): half kick, drift, full gradient, half kick."""
     p_half = state.momentum + 0.5 * step_size * state.logdensity_grad
     x_new = state.position + step_size * inverse_mass_matrix * p_half
     logp, grad = jax.value_and_grad(logdensity_fn)(x_new)

@@ -1,10 +1,10 @@
 """Neal's Gibbs-within-HMC for Bayesian neural networks, built for one model.
 
-Seed 004 §3.3–3.4 (Choo): alternately draw every hyperparameter γ from P(γ | θ, data) by
-Gibbs sampling and update the weights θ by HMC leaving P(θ | γ, data) invariant; seed 004
+Choo 2000 §3.3–3.4: alternately draw every hyperparameter γ from P(γ | θ, data) by Gibbs
+sampling and update the weights θ by HMC leaving P(θ | γ, data) invariant; Choo 2000
 §2.3.2, Alg. 3: per-parameter step sizes εᵢ = η·(∂²E/∂θᵢ²)^{-1/2} set from the current
-hyperparameters only (so the trajectory stays reversible); SPECS.md §E.2–E.4 (FBM
-`net-mc.c`: `sample-sigmas heatbath hybrid L η`).
+hyperparameters only (so the trajectory stays reversible); Neal 1996 as implemented in FBM
+(`net-mc.c`, `net-models.tex`, `mc-spec.doc`: `sample-sigmas heatbath hybrid L η`).
 
 One transition (a "super-transition" of FBM's `mc-spec sample-sigmas heatbath hybrid L η`):
 
@@ -16,7 +16,7 @@ One transition (a "super-transition" of FBM's `mc-spec sample-sigmas heatbath hy
    (`BNN.curvature`).
 3. HMC on the weights only (the log-precisions stay fixed): fresh momentum, L leapfrog steps,
    Metropolis accept. Per-coordinate step sizes are the leapfrog with step η and diagonal
-   inverse mass 1/cᵢ (seed 004 eqs. 2.19–2.20: the mass-absorbed form), so
+   inverse mass 1/cᵢ (Choo 2000, eqs. 2.19–2.20: the mass-absorbed form), so
    `integrators.leapfrog` is reused unchanged.
 
 The position is the model's flat vector `[log τ…, w…]`; the state stores the joint log
@@ -39,7 +39,8 @@ from ..errors import BomcmcError
 from ..config import float_dtype
 from ..validation import positive_number, whole_number
 from .base import Kernel
-from .hmc import MAX_ENERGY_ERROR, HMCInfo, HMCState, metropolis, trajectory_length
+from .hmc import (MAX_ENERGY_ERROR, HMCInfo, HMCState, metropolis, trajectory_length,
+                  transition_info)
 from .integrators import IntegratorState, leapfrog
 
 NealState = HMCState
@@ -55,10 +56,11 @@ class NealKnobs(NamedTuple):
 
 
 def gibbs_then_condition(model, key, x0, knobs, logdensity_fn):
-    """The Gibbs half of a Gibbs-within-MCMC transition (seed 004 §3.4): draw every stored
+    """The Gibbs half of a Gibbs-within-MCMC transition (Choo 2000 §3.4): draw every stored
     precision given the weights, then return the weights' conditional given them —
     (log-precisions, weights, log p(w | τ, data) as a function, its value and gradient at the
-    weights, Neal's inverse curvature 1/c as the metric (SPECS §E.3))."""
+    weights, Neal's inverse curvature 1/c as the metric (FBM `net-models.tex`, "Heuristic
+    choice of stepsizes"))."""
     dtype = x0.dtype
     tree = model.gibbs(key, model.unravel(x0), knobs.sample_sigmas, knobs.sample_noise)
     x = model.ravel(tree).astype(dtype)
@@ -78,7 +80,7 @@ def neal_step_sizes(model, position_tree, eta):
 
 
 def neal_kernel(model, name: str = "neal_gibbs") -> Kernel:
-    """Neal's Gibbs-within-HMC `Sampler` for a `bomcmc.models.bnn.BNN` (use it with
+    """Neal's Gibbs-within-HMC `Kernel` for a `bomcmc.bnn.network.BNN` (use it with
     `bomcmc.sample(model.posterior(), sampler=neal_sampler(model), ...)`)."""
     n_hyper, dim = model.n_hyper, model.dim
 
@@ -110,19 +112,9 @@ def neal_kernel(model, name: str = "neal_gibbs") -> Kernel:
         # part is set to zero rather than left stale.
         full_grad = jnp.concatenate([jnp.zeros((n_hyper,), dtype), grad_w])
         new_state = NealState(x1, logp1, full_grad)
-        prop_jump = jnp.sum((jnp.concatenate([hyper, end.position]) - x0) ** 2)
-        esjd = jnp.where(diverging | ~jnp.isfinite(prop_jump), 0.0, accept_prob * prop_jump)
-        info = NealInfo(
-            acceptance_rate=accept_prob,
-            energy=energy0,
-            energy_error=delta,
-            diverging=diverging,
-            n_grad=n + 1,  # L leapfrog gradients + one at the start (the precisions changed)
-            n_steps=n,
-            sq_jump=jnp.sum((x1 - x0) ** 2),
-            esjd=esjd,
-            step_size=eta,
-        )
+        # n_grad: L leapfrog gradients + one at the start (the precisions changed)
+        info = transition_info(x0, jnp.concatenate([hyper, end.position]), x1, energy0, delta,
+                               diverging, accept_prob, n + 1, n, eta)
         return new_state, info
 
     def make_knobs(d: int, step_size: float | None = None, steps: int = 100,

@@ -1,10 +1,11 @@
 """The No-U-Turn Sampler: BlackJAX's iterative NUTS behind our sampler protocol.
 
-SPECS.md §D.2: multinomial sampling of the trajectory (Betancourt 2017), biased progressive
-sampling at the top level, the generalised U-turn criterion on p♯ = M⁻¹p, divergence when
-H − H₀ > 1000, adaptation statistic Σ min(1, e^{H₀−H}) / n_leapfrog. The trajectory is built
-by BlackJAX (`blackjax.mcmc.nuts`, iterative version of Phan et al. 2019 / NumPyro); this
-module only maps its state and info onto ours and makes every knob a runtime value.
+As in Stan (`base_nuts.hpp`): multinomial sampling of the trajectory (Betancourt 2017),
+biased progressive sampling at the top level, the generalised U-turn criterion on
+p♯ = M⁻¹p, divergence when H − H₀ > 1000, adaptation statistic Σ min(1, e^{H₀−H}) /
+n_leapfrog. The trajectory is built by BlackJAX (`blackjax.mcmc.nuts`, iterative version of
+Phan et al. 2019 / NumPyro); this module only maps its state and info onto ours and makes
+every knob a runtime value.
 
 The one change to BlackJAX's `nuts.build_kernel()`: there, `max_num_doublings` is a Python
 int that fixes both the loop bound and the number of rows of the U-turn checkpoint buffer,
@@ -114,8 +115,8 @@ def step(
     knobs: NUTSKnobs,
     divergence_threshold: float = MAX_ENERGY_ERROR,
 ) -> tuple[NUTSState, NUTSInfo]:
-    """One NUTS transition (SPECS.md §D.2): fresh momentum, a doubling trajectory, a
-    multinomial draw from it."""
+    """One NUTS transition (Betancourt 2017; Stan's multinomial NUTS): fresh momentum, a
+    doubling trajectory, a multinomial draw from it."""
     capacity = knobs.tree_capacity.shape[-1]
     max_depth = jnp.minimum(jnp.asarray(knobs.max_tree_depth, jnp.int32), capacity)
     metric = bj_metrics.default_metric(knobs.inverse_mass_matrix)

@@ -1,22 +1,22 @@
 """NUTS with Gibbs: Neal's hierarchical BNN sampled by exact Gibbs draws of the precisions
 alternating with one No-U-Turn transition on the weights.
 
-Seed 004 §3.3–3.4 (Choo): alternately draw the hyperparameters γ ~ P(γ | θ, data) and move
-the weights θ by a kernel that leaves P(θ | γ, data) invariant. Neal and FBM use HMC with L
-leapfrog steps there (`samplers/neal_gibbs_hmc.py`); here the weight move is NUTS
-(`samplers/nuts.py`: BlackJAX's multinomial NUTS with the generalised U-turn criterion,
-SPECS.md §D.2), so no trajectory length has to be chosen.
+Choo 2000 §3.3–3.4: alternately draw the hyperparameters γ ~ P(γ | θ, data) and move the
+weights θ by a kernel that leaves P(θ | γ, data) invariant. Neal and FBM use HMC with L
+leapfrog steps there (`kernels/neal_gibbs_hmc.py`); here the weight move is NUTS
+(`kernels/nuts.py`: BlackJAX's multinomial NUTS with the generalised U-turn criterion of
+Betancourt 2017, as in Stan's `base_nuts.hpp`), so no trajectory length has to be chosen.
 
 One transition:
 
 1. Gibbs: every stored precision from its exact conditional given the weights (`BNN.gibbs`),
    the noise precisions given the residuals; `sample_sigmas` / `sample_noise` switch the two
-   parts off at run time, as in `neal_sampler`.
+   parts off at run time, as in `bnn.samplers.neal_sampler`.
 2. Metric: inverse mass M⁻¹ᵢ = 1/cᵢ with cᵢ Neal's curvature estimate from the *new*
-   precisions (`BNN.curvature`; seed 004 §4.5.1, SPECS §E.3), so a leapfrog step of size η
-   moves weight i by about η·cᵢ^{-1/2}, Neal's per-weight step sizes (seed 004
-   eqs. 2.19–2.20). `step_size` is therefore Neal's global adjustment factor η, not an
-   absolute ε.
+   precisions (`BNN.curvature`; Choo 2000 §4.5.1; FBM `net-models.tex`, "Heuristic choice of
+   stepsizes"), so a leapfrog step of size η moves weight i by about η·cᵢ^{-1/2}, Neal's
+   per-weight step sizes (Choo 2000, eqs. 2.19–2.20). `step_size` is therefore Neal's global
+   adjustment factor η, not an absolute ε.
 3. NUTS on the weights only, conditional on the precisions: the log-precisions are fixed
    inside the trajectory. M⁻¹ depends on the precisions only, which are fixed during the NUTS
    step, so that step is an ordinary NUTS transition with a fixed metric for p(w | τ, data),
@@ -32,12 +32,13 @@ the precisions changed).
 learns a metric from the positions, writes it into `knobs.inverse_mass_matrix` and re-runs
 Stan's step-size heuristic on the joint density at the end of each slow window, and it has no
 option to leave the metric alone. Here the metric is Neal's, recomputed every transition, so
-only η needs adapting. This module registers the adapter `"dual_averaging"`
-(`dual_averaging_adaptation`): Nesterov dual averaging of log η on the NUTS acceptance
-statistic in every warm-up transition, one chain at a time, and η = e^{x̄} at the end
-(Hoffman & Gelman 2014 Alg. 6, `tuning/dual_averaging.py`; Stan's constants, as seed 003
-ch. 5: δ = 0.8, γ = 0.05, κ = 0.75, t₀ = 10, μ = log(10 η₀)). It adapts any sampler whose
-knobs have a `step_size` and whose info has an `acceptance_rate` (Neal's scheme too).
+only η needs adapting. The adapter `"dual_averaging"` (`adaptation/dual_averaging.py`,
+listed in `adaptation/__init__.py`; the default of `bnn.samplers.nuts_gibbs_sampler`) does
+that: dual averaging (Nesterov 2009) of log η on the NUTS acceptance statistic in every warm-up
+transition, one chain at a time, and η = e^{x̄} at the end (Hoffman & Gelman 2014, Alg. 6;
+Stan's constants, as in Ask 2022, ch. 5: δ = 0.8, γ = 0.05, κ = 0.75, t₀ = 10,
+μ = log(10 η₀)). It adapts any sampler whose knobs have a `step_size` and whose info has an
+`acceptance_rate` (Neal's scheme too).
 
     bomcmc.sample(model.posterior(), sampler=nuts_gibbs_sampler(model),
                   adapt="dual_averaging", chains=4, draws=1000, warmup=500)
@@ -70,7 +71,7 @@ class NUTSGibbsState(NamedTuple):
 class NUTSGibbsKnobs(NamedTuple):
     step_size: jax.Array  # η, the global multiplier of Neal's step sizes
     max_tree_depth: jax.Array  # int32, at most this many doublings (≤ capacity)
-    tree_capacity: jax.Array  # (capacity,): only its static shape is read (see samplers/nuts.py)
+    tree_capacity: jax.Array  # (capacity,): only its static shape is read (see kernels/nuts.py)
     sample_sigmas: jax.Array  # bool: Gibbs-draw the weight groups' precisions
     sample_noise: jax.Array  # bool: Gibbs-draw the noise precisions
     target_accept: jax.Array  # δ for the "dual_averaging" warm-up; the kernel ignores it

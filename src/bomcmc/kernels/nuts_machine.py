@@ -2,15 +2,15 @@
 
 Why. Vmapped chains run a `while_loop` in lockstep: a batch of chains keeps iterating while
 *any* chain still needs to, so with BlackJAX's (or NumPyro's) iterative NUTS every transition
-costs the longest trajectory among the chains: Σ_t max_c n_{t,c} gradients, 1.05-1.66x the
-busiest chain's own on the benchmark posteriors with 4 chains (docs/benchmarks.md). Here a
-tick is one leapfrog step of every chain, and each chain moves on to its next transition as
+costs the longest trajectory among the chains: Σ_t max_c n_{t,c} gradients, more than the
+busiest chain's own (the "lockstep factor" of docs/benchmarks.md, "NUTS without lockstep").
+Here a tick is one leapfrog step of every chain, and each chain moves on to its next transition as
 soon as its own tree is done, so a chunk costs about max_c Σ_t n_{t,c} ticks. A tick carries
 more bookkeeping than a lockstep leapfrog step, so this wins only where the trees' lengths
 vary a lot (measured in docs/benchmarks.md, "NUTS without lockstep").
 
-What. The same algorithm, draw for draw: BlackJAX's iterative NUTS (SPECS.md §D.2;
-`blackjax.mcmc.trajectory.dynamic_multiplicative_expansion` around
+What. The same algorithm, draw for draw: BlackJAX's iterative NUTS (Betancourt 2017's
+multinomial NUTS as in Stan; `blackjax.mcmc.trajectory.dynamic_multiplicative_expansion` around
 `dynamic_progressive_integration`, with NumPyro's iterative U-turn checkpoints) with its two
 nested loops (doublings; leapfrogs of one subtree) flattened into one. Every key is derived
 as BlackJAX derives it (fold_in of the tree key by depth, split in three; fold_in of the
@@ -216,7 +216,8 @@ def finish(m: NUTSMachine, knobs: NUTSKnobs) -> tuple[NUTSState, NUTSInfo]:
 
 
 class Machine(NamedTuple):
-    """A sampler's transition in ticks of one gradient each (see `run.build_chunk_fn`):
+    """A sampler's transition in ticks of one gradient each (see `driver/engine.py`,
+    `build_chunk_fn`):
     `begin(key, state, logdensity_fn, knobs)`; then repeatedly `step(m, logdensity_fn,
     knobs)` (one gradient), followed by `settle(m, logdensity_fn, knobs)` whenever
     `m.pending` (bookkeeping without gradients, which a batch may skip when no chain needs

@@ -1,6 +1,6 @@
 """Built-in posteriors by name: `get(name)`, `names()`, `describe()`.
 
-Factories are lazy, so listing the built-ins loads no data. Later issues register theirs with
+Factories are lazy, so listing the built-ins loads no data. New posteriors are added with
 `register(name, factory, description)`.
 """
 
@@ -49,8 +49,8 @@ def describe() -> dict[str, str]:
     return {name: desc for name, (_, desc) in _REGISTRY.items()}
 
 
-register("gauss-2d-corr", gaussians.gauss_2d_corr, "bivariate Gaussian, cov [[1, .99], [.99, 1]] (seed 000 eq. 2.3)")
-register("gauss-2d-corr-wide", gaussians.gauss_2d_corr_wide, "bivariate Gaussian, cov [[2, .99], [.99, 2]] (seed 000 eq. 2.4)")
+register("gauss-2d-corr", gaussians.gauss_2d_corr, "bivariate Gaussian, cov [[1, .99], [.99, 1]] (Wang 2012, eq. 2.3)")
+register("gauss-2d-corr-wide", gaussians.gauss_2d_corr_wide, "bivariate Gaussian, cov [[2, .99], [.99, 2]] (Wang 2012, eq. 2.4)")
 register("gauss-100-illcond", gaussians.gauss_100_illcond, "100-d Gaussian, sd log-spaced over [0.01, 1]")
 register("gauss-iid-100", partial(gaussians.gauss_iid, 100), "100-d standard normal (any d: gauss-iid-<d>)")
 for _ds, _desc in [("australian", "n=690, d=15"), ("german", "n=1000, d=25"), ("heart", "n=270, d=14"),

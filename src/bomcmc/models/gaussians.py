@@ -1,6 +1,6 @@
 """Gaussian targets with known moments, for testing samplers.
 
-- `gauss-2d-corr`, `gauss-2d-corr-wide`: the bivariate Gaussians of seed 000 §2.2,
+- `gauss-2d-corr`, `gauss-2d-corr-wide`: the bivariate Gaussians of Wang 2012 §2.2,
   eqs. (2.3) and (2.4), covariances [[1, .99], [.99, 1]] and [[2, .99], [.99, 2]].
 - `gauss-100-illcond`: 100 independent coordinates, standard deviations log-spaced over
   [0.01, 1] (the ill-conditioned test of Neal 2011 / Hoffman & Gelman 2014).
@@ -64,12 +64,12 @@ def diagonal(name: str, sd, description: str = "") -> Posterior:
 
 def gauss_2d_corr() -> Posterior:
     return mvn("gauss-2d-corr", [0.0, 0.0], [[1.0, 0.99], [0.99, 1.0]],
-               "bivariate Gaussian, cov [[1, .99], [.99, 1]] (seed 000 eq. 2.3)")
+               "bivariate Gaussian, cov [[1, .99], [.99, 1]] (Wang 2012, eq. 2.3)")
 
 
 def gauss_2d_corr_wide() -> Posterior:
     return mvn("gauss-2d-corr-wide", [0.0, 0.0], [[2.0, 0.99], [0.99, 2.0]],
-               "bivariate Gaussian, cov [[2, .99], [.99, 2]] (seed 000 eq. 2.4)")
+               "bivariate Gaussian, cov [[2, .99], [.99, 2]] (Wang 2012, eq. 2.4)")
 
 
 def gauss_100_illcond() -> Posterior:

@@ -1,4 +1,5 @@
-"""Bayesian logistic regression (seed 002 §5.1; Girolami & Calderhead 2011 §7).
+"""Bayesian logistic regression (Wang, Mohamed & de Freitas 2013 §5.1; Girolami & Calderhead
+2011 §7).
 
     log p(β | X, y) = Σ_i [y_i x_iᵀβ − log(1 + exp(x_iᵀβ))] − βᵀβ / (2α),   α = 100
 

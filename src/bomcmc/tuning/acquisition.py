@@ -1,13 +1,15 @@
 """Acquisition functions and their maximisation over the search box.
 
-- annealed UCB: u(γ) = s·μ(γ) + p_i·√β·σ(γ)   (seed 000 §3.3 ū; SPECS.md §A.2–A.3)
+- annealed UCB: u(γ) = s·μ(γ) + p_i·√β·σ(γ)   (Wang 2012 §3.3 ū; Wang, Mohamed & de Freitas
+  2013 §3, with s and p_i as the authors' code computes them, `acq.m` and `update_model.m`)
 - expected improvement over the best value y*, with margin ξ:
       EI(γ) = (μ − y* − ξ) Φ(Z) + σ φ(Z),  Z = (μ − y* − ξ)/σ;  EI = max(μ − y* − ξ, 0) at σ = 0
-  (seed 001 §3.2; SPECS §B.5, ξ = 0.01)
-- maximisation: DIRECT (Jones et al.'s original, unbiased variant: the authors' MATLAB used
-  Finkel's `direct.m`) with at most 200 evaluations and 50 iterations, then a bounded
-  L-BFGS-B polish from DIRECT's point, at most 100 iterations (SPECS §A.3: DIRECT then
-  `minConf_TMP`). The polish is kept only if it improves on DIRECT.
+  (Mahendran 2011 §3.2; ξ = 0.01 from the authors' code for Mahendran et al. 2012)
+- maximisation: DIRECT (Jones et al. 1993's original, unbiased variant: the authors' MATLAB
+  used `direct.m` of Finkel 2003) with at most 200 evaluations and 50 iterations, then a bounded
+  L-BFGS-B polish from DIRECT's point, at most 100 iterations (the authors' code for Wang,
+  Mohamed & de Freitas 2013: DIRECT then `minConf_TMP`). The polish is kept only if it
+  improves on DIRECT.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ def norm_pdf(z: float) -> float:
 
 
 def ucb(mean, std, scale: float = 1.0, weight: float = 1.0, beta: float = 1.0):
-    """u = s·μ + p·√β·σ; only the mean is rescaled (SPECS §A.2–A.3). Scalars or arrays."""
+    """u = s·μ + p·√β·σ; only the mean is rescaled (as in the authors' code for Wang,
+    Mohamed & de Freitas 2013). Scalars or arrays."""
     return scale * mean + weight * math.sqrt(beta) * std
 
 
@@ -39,7 +42,7 @@ def ucb_slope(scale: float, weight: float, beta: float) -> tuple[float, float]:
 
 def improvement(gain: float, sd: float) -> float:
     """EI at one point from its expected gain g = μ − y* − ξ and sd σ:
-    gΦ(Z) + σφ(Z), Z = g/σ; max(g, 0) at σ = 0 (SPECS §B.5; seed 001 §3.2)."""
+    gΦ(Z) + σφ(Z), Z = g/σ; max(g, 0) at σ = 0 (Mahendran 2011 §3.2)."""
     if sd <= 0.0:
         return max(gain, 0.0)
     z = gain / sd
@@ -63,7 +66,8 @@ def expected_improvement(mean, std, best: float, xi: float = 0.01):
 def maximize(fn: Callable[[np.ndarray], float], lower, upper, maxfun: int = 200,
              maxiter: int = 50, polish: bool = True, polish_maxiter: int = 100,
              value_and_grad: Callable | None = None) -> tuple[np.ndarray, float]:
-    """argmax of fn over the box [lower, upper]: DIRECT, then L-BFGS-B (SPECS §A.3).
+    """argmax of fn over the box [lower, upper]: DIRECT, then L-BFGS-B (as the authors' code
+    for Wang, Mohamed & de Freitas 2013 does).
 
     `value_and_grad(x) -> (fn(x), ∇fn(x))`, when given, is the polish's objective (analytic
     gradient; without it L-BFGS-B differences fn). Dimensions with lower == upper are held

@@ -1,17 +1,21 @@
 """Adaptive HMC (AHMC) as a sampler: `sample(..., sampler="ahmc")`.
 
-The HMC kernel (`samplers.hmc`) with a random trajectory length L_r ~ U{1..L} (seed 002 §4;
-SPECS.md §A.4 b), driven by a GP bandit that tunes the shared (ε, L) while the chains run
-(`tuning.gp_bandit.GPBanditTuner`; seed 002 §3, seed 000 Alg. 3), on the paper's schedule:
+The HMC kernel (`kernels/hmc.py`) with a random trajectory length L_r ~ U{1..L} (Wang,
+Mohamed & de Freitas 2013 §4; `ceil(rand*L)` in the authors' `hmc_iter.m`), driven by a GP
+bandit that tunes the shared (ε, L) while the chains run (`tuning.gp_bandit.GPBanditTuner`;
+Wang, Mohamed & de Freitas 2013 §3, Wang 2012, Alg. 3), on the paper's schedule:
 
 - burn-in of B = `warmup` transitions: k = min(100, B) BO steps, each a super-transition of
   m = ⌊B/k⌋ transitions (the first B mod k of them one longer, so the k steps cover B exactly);
-  p_i = 1 for those k steps (seed 002 §5, "k = 100, m = B/k"; SPECS §A.3–A.4);
+  p_i = 1 for those k steps (Wang, Mohamed & de Freitas 2013 §5, "k = 100, m = B/k"; the
+  authors' `ahmc.m`);
 - sampling: BO steps of m transitions go on, and each proposes new knobs with probability
-  p_i = (i − k + 1)^{−1/2} (infinite, vanishing adaptation, seed 002 §4).
+  p_i = (i − k + 1)^{−1/2} (infinite, vanishing adaptation, Wang, Mohamed & de Freitas 2013
+  §4).
 
-The start is the authors' too (SPECS §A.4 step 0): each chain's initial point is moved
-by at most 100 L-BFGS iterations towards the mode (`find_mode`, in `init`).
+The start is the authors' too (their `ahmc.m` starts at argmin U found by L-BFGS): each
+chain's initial point is moved by at most 100 L-BFGS iterations towards the mode
+(`kernels/ahmc.py`: `find_mode`, in `init`).
 
 Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler"):
 
@@ -33,7 +37,6 @@ The tuner is rebuilt from the options recorded in config.json (`RunSpec.tuner_op
 
 from __future__ import annotations
 
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -46,7 +49,7 @@ from ..validation import choice, integer, pair
 from .base import SAMPLING, WARMUP
 from .gp_bandit import GPBanditTuner
 
-BO_STEPS = 100  # k: BO steps during burn-in (seed 002 §5)
+BO_STEPS = 100  # k: BO steps during burn-in (Wang, Mohamed & de Freitas 2013 §5)
 DEFAULT_M = 10  # transitions per BO step when there is no burn-in (m = ⌊1000/100⌋)
 EPS_FACTORS = (0.1, 10.0)  # the relative ε box: [ε₀/10, 10 ε₀]
 MASS_WINDOWS = (0.10, 0.25, 0.50)  # metric windows, as fractions of the k burn-in BO steps
@@ -147,17 +150,16 @@ class AHMCTuner(GPBanditTuner):
 
     def chunk_draws(self, knobs, chunk_size: int) -> int:
         """BO step j = i + 1: m (+1 for the first B mod k) transitions in burn-in, m // thin
-        draws after (SPECS §A.4: m = ⌊B/k⌋)."""
+        draws after (m = ⌊B/k⌋, as in the authors' `ahmc.m`)."""
         j = self.i + 1
         if j <= self.burn_steps:
             n = self.m + (1 if j <= self.longer else 0)
         else:
             n = self.sampling_draws
-        if n > chunk_size and not self._warned:
-            self._warned = True
-            warnings.warn(f"an AHMC super-transition of {n} draws exceeds chunk_size "
-                          f"{chunk_size} and is cut short: the burn-in has more BO steps "
-                          "than k", stacklevel=2)
+        if n > chunk_size:
+            self.warn_once(f"an AHMC super-transition of {n} draws exceeds chunk_size "
+                           f"{chunk_size} and is cut short: the burn-in has more BO steps "
+                           "than k")
         return n
 
     def after_chunk(self, knobs, chunk: dict):

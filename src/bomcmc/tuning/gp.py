@@ -1,12 +1,13 @@
 """Gaussian-process regression with fixed hyperparameters: the bandit's reward model.
 
-Zero mean, ARD squared-exponential kernel, Gaussian noise (seed 000 §3.1; SPECS.md §A.2):
+Zero mean, ARD squared-exponential kernel, Gaussian noise (Wang 2012 §3.1; the authors' code
+for Wang, Mohamed & de Freitas 2013, docs/references.md):
 
     k(γ, γ') = sf² exp(−½ (γ − γ')ᵀ Σ⁻¹ (γ − γ')),   Σ = diag(ℓ₁², …, ℓ_d²)
     μ(γ)  = kᵀ (K + N)⁻¹ r
     σ²(γ) = sf² − kᵀ (K + N)⁻¹ k
 
-with sf² = 25 and noise variance 0.1 in the authors' code (SPECS §A.2); the length scales are
+with sf² = 25 and noise variance 0.1 in the authors' code; the length scales are
 the caller's (the bandit uses 0.2 × the range of each search dimension). Nothing is learned.
 
 Repeated inputs are merged, exactly. m observations r₁…r_m at the same γ with i.i.d. noise
@@ -26,13 +27,13 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lapack, solve_triangular
 from scipy.spatial.distance import cdist
 
-SIGNAL_VAR = 25.0  # sf² (SPECS §A.2: sf = 5)
-NOISE_VAR = 0.1  # σ_n² (SPECS §A.2)
+SIGNAL_VAR = 25.0  # sf² (the authors' code for Wang, Mohamed & de Freitas 2013: sf = 5)
+NOISE_VAR = 0.1  # σ_n² (the same code)
 
 
 def se_ard_kernel(a: np.ndarray, b: np.ndarray, lengthscales: np.ndarray,
                   signal_var: float = SIGNAL_VAR) -> np.ndarray:
-    """k(a_i, b_j) = sf² exp(−½ Σ_d ((a_id − b_jd)/ℓ_d)²)   (SPECS §A.2)."""
+    """k(a_i, b_j) = sf² exp(−½ Σ_d ((a_id − b_jd)/ℓ_d)²)   (Wang 2012 §3.1)."""
     sq = cdist(np.atleast_2d(a) / lengthscales, np.atleast_2d(b) / lengthscales, "sqeuclidean")
     return signal_var * np.exp(-0.5 * sq)
 
@@ -60,7 +61,8 @@ class GaussianProcess:
 
     @property
     def n_obs(self) -> int:
-        """Observations so far, repeated ones counted (the n of β, SPECS §A.3)."""
+        """Observations so far, repeated ones counted (the n of β in the GP-UCB of Srinivas
+        et al. 2010)."""
         return int(self.counts.sum())
 
     @property
@@ -100,7 +102,7 @@ class GaussianProcess:
         return None
 
     def _factor(self):
-        """Cholesky of K + diag(σ_n²/m_j) and α = (K + N)⁻¹ r̄ (seed 000 §3.1)."""
+        """Cholesky of K + diag(σ_n²/m_j) and α = (K + N)⁻¹ r̄ (Wang 2012 §3.1)."""
         if self._chol is None:
             K = se_ard_kernel(self.X, self.X, self.lengthscales, self.signal_var)
             K[np.diag_indices_from(K)] += self.noise_var / self.counts
@@ -109,7 +111,7 @@ class GaussianProcess:
         return self._chol
 
     def predict(self, Xs) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean μ and latent variance σ² at the rows of Xs (seed 000 §3.1)."""
+        """Posterior mean μ and latent variance σ² at the rows of Xs (Wang 2012 §3.1)."""
         Xs = np.atleast_2d(np.asarray(Xs, dtype=float))
         if not len(self.X):  # the prior
             return np.zeros(len(Xs)), np.full(len(Xs), self.signal_var)
@@ -144,7 +146,7 @@ class GaussianProcess:
 
         and DIRECT's points share coordinates (it trisects the box), so each e_d(t) is
         computed once per coordinate value t and cached for this predictor's life. With
-        W = [αᵀ; L⁻¹], W k = (μ, v) and σ² = sf² − ‖v‖² in one product (seed 000 §3.1);
+        W = [αᵀ; L⁻¹], W k = (μ, v) and σ² = sf² − ‖v‖² in one product (Wang 2012 §3.1);
         ∂k_j/∂x_d = k_j (X_jd − x_d)/ℓ_d², ∇μ = αᵀ∂k, ∇σ² = −2 vᵀ L⁻¹ ∂k.
         """
         sf2 = self.signal_var

@@ -1,5 +1,6 @@
 """Adaptive HMC: the step size ε and trajectory length L tuned by a GP bandit while it runs
-(seed 000 ch. 3, Algs 2–3; seed 002 §3; the authors' code as recovered in SPECS.md §A).
+(Wang 2012, ch. 3, Algs 2–3; Wang, Mohamed & de Freitas 2013 §3; constants and details from
+the authors' MATLAB code for the latter, docs/references.md).
 
 After every chunk (a super-transition) the tuner
 
@@ -7,7 +8,7 @@ After every chunk (a super-transition) the tuner
   2. adds ((log ε_i, L_i), r_i) to the GP (`gp.GaussianProcess`; non-finite r_i skipped),
   3. draws u ~ U(0, 1); if u < p_i (`schedules`), sets (log ε, L) to the maximiser of the
      annealed UCB  s·μ + p_i·√β·σ  (or of EI) over the box (`acquisition.maximize`),
-     ε = exp(γ₁), L = round(γ₂) (SPECS §A.2–A.4).
+     ε = exp(γ₁), L = round(γ₂) (as the authors' `ahmc.m` does: (log ε, L) searched).
 
 The same (ε, L) is broadcast to every chain; the chains pool their draws in the reward.
 
@@ -20,9 +21,9 @@ Decisions (docs/tuning.md):
   highest posterior mean) if there is one, so a setting whose reward cannot be computed is
   not run forever.
 - Default box: ε ∈ [ε₀/100, 10 ε₀] for the initial step size ε₀ (the user's `step_size`,
-  0.1 unless given: [10⁻³, 1]); L ∈ {1, …, 100}. First γ: the lower corner (SPECS §A.4).
+  0.1 unless given: [10⁻³, 1]); L ∈ {1, …, 100}. First γ: the lower corner (`ahmc.m`).
 - budget=None: every chunk has chunk_size draws (the authors' ICML code: m HMC iterations
-  per BO step, SPECS §A.4); budget=B: B // L draws (seed 000 §3.2 super-transitions).
+  per BO step, `ahmc.m`); budget=B: B // L draws (Wang 2012 §3.2 super-transitions).
 - The uniform of step i is the i-th draw of numpy's PCG64(seed), reached by an exact
   `advance` after a resume (`coin`), so the state is JSON and a resumed run draws the same
   numbers.
@@ -30,7 +31,8 @@ Decisions (docs/tuning.md):
 Storage: the driver saves `state_dict(history=False)` and this chunk's `chunk_history()`
 with every chunk, rebuilds the full history on resume (`load_state_dict(state, history)`)
 and writes it as the InferenceData group `tuning` at the end; `tuning_from_idata` and
-`summarize_tuning` read that group back. `samplers/ahmc.py` builds on this class
+`summarize_tuning` (`tuning/history.py`) read that group back. `tuning/ahmc_tuner.py` builds
+on this class
 (`AHMCTuner`: the paper's burn-in schedule, a relative box, a diagonal metric with GP
 resets via `reset_gp`).
 """
@@ -42,13 +44,15 @@ import warnings
 
 import numpy as np
 
-from . import schedules  # acquisition (scipy.optimize, ~0.1 s) is imported when first used
+from . import schedules  # acquisition (scipy.optimize, slow to import) is imported when first used
 from .base import SAMPLING, Tuner
 from .gp import NOISE_VAR, SIGNAL_VAR, GaussianProcess
 from .rewards import get_reward
 
-LENGTHSCALE_FACTOR = 0.2  # ℓ_d = 0.2 × range_d (SPECS §A.2, "α = 0.2")
-RESCALE = 4.0  # s = 4 / max reward (SPECS §A.2)
+# ℓ_d = 0.2 × range_d ("α = 0.2") and s = 4 / max reward (`update_model.m`): the authors' code
+# for Wang, Mohamed & de Freitas 2013
+LENGTHSCALE_FACTOR = 0.2
+RESCALE = 4.0
 
 
 _BLAS = None
@@ -57,7 +61,8 @@ _BLAS = None
 def _one_blas_thread():
     """A context with BLAS on one thread (threadpoolctl, a scikit-learn dependency): the
     proposal's linear algebra is tiny, and a multi-threaded OpenBLAS spinning up its threads
-    for each L-BFGS-B iteration made it about 4x slower on a loaded 2-core machine."""
+    for each L-BFGS-B iteration made it several times slower (docs/tuning.md, "One BLAS
+    thread for a proposal")."""
     global _BLAS
     import contextlib
 
@@ -84,10 +89,10 @@ class GPBanditTuner(Tuner):
         k, lam, power: the schedules' constants (100, 0.01, 0.5).
         budget: leapfrog steps per super-transition (chunk length budget // L), or None
             for chunk_size draws per chunk.
-        acquisition: "ucb" (annealed, SPECS §A.3) or "ei".
+        acquisition: "ucb" (annealed, Wang, Mohamed & de Freitas 2013 §3) or "ei".
         delta: δ of β (0.1). xi: ξ of EI (0.01).
         seed: seeds the proposal coin flips.
-        start: first γ: "corner" (lower corner, SPECS §A.4), "center", or "knobs" (the
+        start: first γ: "corner" (lower corner, as the authors' `ahmc.m`), "center", or "knobs" (the
             user's step_size and steps, clipped to the box).
         adapt_in_sampling: keep adapting (with probability p_i) after warm-up, as the
             paper's infinite adaptation does (default True).
@@ -129,7 +134,7 @@ class GPBanditTuner(Tuner):
         self.gp: GaussianProcess | None = None
         self.gamma: tuple[float, int] | None = None  # (log ε, L) for the next chunk
         self.i = 0  # super-transitions seen
-        self.max_reward: float | None = None  # max_j r_j, for s (SPECS §A.2)
+        self.max_reward: float | None = None  # max_j r_j, for s (the authors' `update_model.m`)
         self.history: list[dict] = []
         self._flushed = 0  # history entries already handed to the driver (chunk_history)
         self._warned = False
@@ -152,7 +157,8 @@ class GPBanditTuner(Tuner):
         self.max_reward = None
 
     def _make_gp(self) -> GaussianProcess:
-        """ℓ = 0.2 × range per dimension (SPECS §A.2); a fixed dimension gets ℓ = 1."""
+        """ℓ = 0.2 × range per dimension (the authors' code for Wang, Mohamed & de Freitas
+        2013); a fixed dimension gets ℓ = 1."""
         width = self.upper - self.lower
         scales = np.where(width > 0, self.lengthscale_factor * width, 1.0)
         return GaussianProcess(scales, **self.gp_options)
@@ -198,12 +204,17 @@ class GPBanditTuner(Tuner):
         if self.budget is None:
             return chunk_size
         draws = max(1, self.budget // self.num_steps)
-        if draws > chunk_size and not self._warned:
-            self._warned = True
-            warnings.warn(f"super-transition of {draws} draws (budget {self.budget} // L "
-                          f"{self.num_steps}) exceeds chunk_size {chunk_size} and is cut "
-                          "short: use chunk_size >= budget // min L", stacklevel=2)
+        if draws > chunk_size:
+            self.warn_once(f"super-transition of {draws} draws (budget {self.budget} // L "
+                           f"{self.num_steps}) exceeds chunk_size {chunk_size} and is cut "
+                           "short: use chunk_size >= budget // min L")
         return draws
+
+    def warn_once(self, message: str) -> None:
+        """A warning the first time only (the driver asks for chunk lengths every chunk)."""
+        if not self._warned:
+            self._warned = True
+            warnings.warn(message, stacklevel=3)
 
     def after_chunk(self, knobs, chunk: dict):
         if chunk.get("phase") == SAMPLING and not self.adapt_in_sampling:
@@ -259,7 +270,7 @@ class GPBanditTuner(Tuner):
 
     # -- the bandit ----------------------------------------------------------------------
     def scale(self) -> float:
-        """s = 4 / max_j r_j (SPECS §A.2), 1 while no reward is positive."""
+        """s = 4 / max_j r_j (the authors' `update_model.m`), 1 while no reward is positive."""
         best = self.max_reward
         return RESCALE / best if best is not None and best > 0 else 1.0
 
@@ -378,7 +389,7 @@ class GPBanditTuner(Tuner):
     @classmethod
     def from_state(cls, state: dict, history: list[dict] | None = None) -> "GPBanditTuner":
         """A tuner rebuilt from a saved state, with the GP hyperparameters and acquisition it
-        recorded (for reading a finished run: `bomcmc.plots.plot_reward_surface`). The
+        recorded (for reading a finished run: `bomcmc.diagnostics.plots.plot_reward_surface`). The
         reward and the schedule are not recorded: this tuner is for inspection, not for
         continuing a run."""
         cfg = dict(state.get("config") or {})

@@ -6,10 +6,11 @@ the knobs the bandit ran it with: "num_steps" (L, the maximum trajectory length 
 and "step_size" (ε). A non-finite value means "no reward": the bandit never feeds it to the GP.
 
 - "esjd" (default): Rao-Blackwellised expected squared jump distance per transition, / √L
-  (SPECS.md §A.1; seed 002 §3)
-- "ess": ESS per gradient evaluation, ArviZ bulk ESS over the chunk (seed 002 §5)
-- "acf": the robust auto-correlation-area objective h(X) with l_min (seed 001 §3.1.1;
-  SPECS §B.4)
+  (Wang, Mohamed & de Freitas 2013 §3; the estimator of the authors' `ahmc.m`)
+- "ess": ESS per gradient evaluation, ArviZ bulk ESS over the chunk (Wang, Mohamed & de
+  Freitas 2013 §5)
+- "acf": the robust auto-correlation-area objective h(X) with l_min (Mahendran 2011 §3.1.1;
+  `objectives.c` of the authors' code for Mahendran et al. 2012)
 - any user callable f(chunk) -> float
 """
 
@@ -27,11 +28,14 @@ def _info(chunk: dict, name: str) -> np.ndarray:
 
 
 def esjd(chunk: dict) -> float:
-    """r = (1/(chains·n)) Σ_chains Σ_t a_t ||x*_t − x_t||² / √L   (SPECS §A.1).
+    """r = (1/(chains·n)) Σ_chains Σ_t a_t ||x*_t − x_t||² / √L   (Wang, Mohamed & de
+    Freitas 2013 §3; the Rao-Blackwellised estimator and the division by √L of the authors'
+    `ahmc.m`).
 
-    The sum over the block is divided by the number of transitions (SPECS §A.1 recommends
-    it; it does not change which γ wins) and averaged over chains. A non-finite
-    contribution counts as 0 (SPECS §A.1: the authors' code skips NaNs in the sum)."""
+    The authors' code sums over the block; here the sum is divided by the number of
+    transitions (for readability; it does not change which γ wins) and averaged over
+    chains. A non-finite contribution counts as 0 (the authors' code, as republished with
+    NaN guards, skips NaNs in the sum)."""
     jumps = _info(chunk, "esjd")  # a·||x* − x||², recorded by the HMC kernel
     if jumps.size == 0:
         return float("nan")
@@ -41,8 +45,8 @@ def esjd(chunk: dict) -> float:
 
 def ess_per_grad(chunk: dict, stat: str = "min", method: str = "bulk") -> float:
     """min (or median / mean) over coordinates of ArviZ's ESS of the chunk's draws, divided
-    by the chunk's gradient evaluations summed over chains (seed 002 §5: ESS/L; the minimum
-    is the paper's headline)."""
+    by the chunk's gradient evaluations summed over chains (Wang, Mohamed & de Freitas 2013
+    §5: ESS/L; the minimum is the paper's headline)."""
     import arviz as az
 
     pos = np.asarray(chunk["positions"], dtype=float)  # (chains, n, d)
@@ -60,7 +64,8 @@ def ess_per_grad(chunk: dict, stat: str = "min", method: str = "bulk") -> float:
 def _abs_acf_mean(x: np.ndarray, max_lag: int) -> np.ndarray:
     """(1/K) Σ_{ℓ=1..K} |ρ̂_ℓ| per chain for x of shape (chains, m, d), K = min(max_lag, m−1),
     ρ̂_ℓ = Σ_t (x_t − x̄)·(x_{t+ℓ} − x̄) / ((m−ℓ) v̂), v̂ = (1/m) Σ_t ||x_t − x̄||²,
-    clipped to [−1, 1] (seed 001 §3.1.1; SPECS §B.4). A constant chain has |ρ̂| = 1."""
+    clipped to [−1, 1] (Mahendran 2011 §3.1.1; `objectives.c` of the authors' code for
+    Mahendran et al. 2012). A constant chain has |ρ̂| = 1."""
     m = x.shape[1]
     k = min(max_lag, m - 1)
     y = x - x.mean(axis=1, keepdims=True)
@@ -77,11 +82,12 @@ def _abs_acf_mean(x: np.ndarray, max_lag: int) -> np.ndarray:
 def acf_area(chunk: dict, l_min: int = 26, max_lag: int = 100,
              series: Callable | None = None) -> float:
     """h(X) = (1/(n − l_min + 1)) Σ_{i=l_min..n} a(E_i),  a(E) = 1 − (1/K) Σ_ℓ |ρ̂_ℓ(E)|,
-    E_i the last i states of the chunk (seed 001 §3.1.1; SPECS §B.4, whose code sums over
-    the suffixes of length ≥ 26 and caps K at 100). Averaged over chains.
+    E_i the last i states of the chunk (Mahendran 2011 §3.1.1; the authors' code for
+    Mahendran et al. 2012, `objectives.c`, sums over the suffixes of length ≥ 26 and caps K
+    at 100). Averaged over chains.
 
-    The states are the positions (ρ̂ uses the inner product over coordinates, seed 001
-    §3.1) or `series(positions)`, e.g. one coordinate. Needs n ≥ l_min draws per chain;
+    The states are the positions (ρ̂ uses the inner product over coordinates, Mahendran
+    2011 §3.1) or `series(positions)`, e.g. one coordinate. Needs n ≥ l_min draws per chain;
     shorter chunks give NaN (no reward)."""
     x = np.asarray(chunk["positions"], dtype=float)
     if series is not None:

@@ -1,7 +1,7 @@
 """The randomised policy of Bayesian-optimised MCMC: SIR on the exponentiated GP mean.
 
-Seed 001 §3.3, Alg. 2 (SPECS.md §B.6, `IM_ego.c:build_sir_policy`, strategy 0): after the
-adaptation phase,
+Mahendran 2011 §3.3, Alg. 2 (strategy 0 of `IM_ego.c:build_sir_policy` in the authors' code
+for Mahendran et al. 2012, docs/references.md): after the adaptation phase,
 
   1. generate N candidate settings θ_1..θ_N over the search box (a grid or a Latin hypercube),
   2. weight them w_j ∝ exp(μ(θ_j)), μ the GP posterior mean of the objective,
@@ -9,7 +9,7 @@ adaptation phase,
   4. resample M settings with replacement from {(θ_j, w_j)}.
 
 The sampling phase then draws one of the M settings uniformly at every transition: a mixture
-of M fixed MCMC kernels (`samplers/hmc_mixture.py`). Here θ = (log ε, L) for HMC; ε is
+of M fixed MCMC kernels (`kernels/hmc_mixture.py`). Here θ = (log ε, L) for HMC; ε is
 searched on a log scale and L is an integer.
 
 Pure functions on numpy arrays; the randomness comes from numpy Generators the caller seeds,
@@ -25,7 +25,7 @@ import numpy as np
 
 CANDIDATES = ("grid", "lhs")
 RESAMPLING = ("systematic", "multinomial")
-GRID_EPS = 100  # log-ε values of the grid (SPECS §B.6: 100 values of the continuous knob)
+GRID_EPS = 100  # log-ε values of the grid (the authors' code: 100 values of the continuous knob)
 LHS_POINTS = 10_000  # LHS candidates by default (the grid's size for L ∈ {1..100})
 
 
@@ -37,9 +37,9 @@ def _integer_range(lo: float, hi: float) -> tuple[int, int]:
 
 
 def grid_candidates(lower, upper, n_eps: int = GRID_EPS) -> tuple[np.ndarray, np.ndarray]:
-    """Candidates on a grid (seed 001 §4.2.1: "the cross-product of 100 evenly-spaced points
-    within G with the elements of L"; SPECS §B.6 strategy 0): `n_eps` log-ε values evenly
-    spaced over [lower[0], upper[0]] (ends included) × every integer L in
+    """Candidates on a grid (Mahendran 2011 §4.2.1: "the cross-product of 100 evenly-spaced
+    points within G with the elements of L"; strategy 0 of the authors' code): `n_eps` log-ε
+    values evenly spaced over [lower[0], upper[0]] (ends included) × every integer L in
     [lower[1], upper[1]]. Returns (log_eps (N,), L (N,) int64), N = n_eps × #L."""
     n_eps = int(n_eps)
     if n_eps < 1:
@@ -52,7 +52,7 @@ def grid_candidates(lower, upper, n_eps: int = GRID_EPS) -> tuple[np.ndarray, np
 
 
 def lhs_candidates(lower, upper, n: int = LHS_POINTS, rng=None) -> tuple[np.ndarray, np.ndarray]:
-    """`n` candidates from a Latin hypercube over the box (seed 001 Alg. 2 step 1, "using
+    """`n` candidates from a Latin hypercube over the box (Mahendran 2011, Alg. 2 step 1, "using
     ... Latin hypercubes"): u ~ LHS on [0, 1)², log ε = lo + u₁ (hi − lo), and
     L = a + ⌊u₂ (b − a + 1)⌋ for the integers a..b of the L range, so every integer L gets
     its share of the strata. `rng` seeds scipy's LatinHypercube (an int or a Generator).
@@ -70,10 +70,11 @@ def lhs_candidates(lower, upper, n: int = LHS_POINTS, rng=None) -> tuple[np.ndar
 
 
 def sir_weights(mu, temperature: float = 1.0) -> np.ndarray:
-    """Normalised w_j = exp(μ_j / T) / Σ_k exp(μ_k / T) (seed 001 Alg. 2 steps 2–3, T = 1;
-    SPECS §B.6 uses exp(10 μ), T = 0.1). Computed stably: the largest μ is subtracted
-    before exponentiating, so no weight overflows and the largest is exactly 1 before
-    normalising. Non-finite μ_j get weight 0; all non-finite is an error."""
+    """Normalised w_j = exp(μ_j / T) / Σ_k exp(μ_k / T) (Mahendran 2011, Alg. 2 steps 2–3,
+    T = 1; the authors' code for Mahendran et al. 2012 uses exp(10 μ), T = 0.1). Computed
+    stably: the largest μ is subtracted before exponentiating, so no weight overflows and the
+    largest is exactly 1 before normalising. Non-finite μ_j get weight 0; all non-finite is
+    an error."""
     mu = np.asarray(mu, dtype=float)
     t = float(temperature)
     if not (t > 0 and math.isfinite(t)):
@@ -88,10 +89,11 @@ def sir_weights(mu, temperature: float = 1.0) -> np.ndarray:
 
 def resample(weights, m: int, rng: np.random.Generator,
              method: str = "systematic") -> np.ndarray:
-    """Indices of `m` draws with replacement from the discrete measure {(j, w_j)} (seed 001
-    Alg. 2 step 4). "multinomial": m independent draws; "systematic": Kitagawa's (seed 001
-    ref. [13]; SPECS §B.6 strategy 0), one uniform u, points (u + i)/m, so every index j
-    appears ⌊m w_j⌋ or ⌈m w_j⌉ times. Returns an int64 array of shape (m,)."""
+    """Indices of `m` draws with replacement from the discrete measure {(j, w_j)} (Mahendran
+    2011, Alg. 2 step 4). "multinomial": m independent draws; "systematic": Kitagawa 1996's
+    (Mahendran 2011's ref. [13]; strategy 0 of the authors' code), one uniform u, points
+    (u + i)/m, so every index j appears ⌊m w_j⌋ or ⌈m w_j⌉ times. Returns an int64 array of
+    shape (m,)."""
     w = np.asarray(weights, dtype=float)
     m = int(m)
     if m < 1:
@@ -114,7 +116,7 @@ def build_policy(mean_fn: Callable[[np.ndarray], np.ndarray], lower, upper, m: i
                  rng: np.random.Generator, candidates: str = "grid",
                  n_candidates: int | None = None, temperature: float = 1.0,
                  method: str = "systematic") -> dict:
-    """Seed 001 Alg. 2 end to end: candidates over the (log ε, L) box `lower`..`upper`,
+    """Mahendran 2011, Alg. 2 end to end: candidates over the (log ε, L) box `lower`..`upper`,
     weights exp(μ/T) from `mean_fn` (rows (log ε, L) -> μ, the GP posterior mean), and M
     resampled settings. `n_candidates` is the grid's number of log-ε values (default 100)
     or the number of LHS points (default 10⁴). `rng` draws the LHS and the resampling.

@@ -1,43 +1,47 @@
-"""Two-phase Bayesian-optimised MCMC (seed 001 ch. 3): adapt, then sample from a frozen
-randomised policy.
+"""Two-phase Bayesian-optimised MCMC (Mahendran 2011, ch. 3; Mahendran et al. 2012): adapt,
+then sample from a frozen randomised policy.
 
-**Adaptation phase** (seed 001 §3.2, Alg. 1): the warm-up is cut into I BO steps of m
+**Adaptation phase** (Mahendran 2011 §3.2, Alg. 1): the warm-up is cut into I BO steps of m
 transitions each. After each, the chunk's objective z_i (default h(X), the robust
-auto-correlation area of seed 001 §3.1.1, `rewards.acf_area`) goes into a GP over
-(log ε, L), and the next (ε, L) maximises Expected Improvement (SPECS §B.5). Every one of
-the M policy slots of the mixture kernel holds that one setting, so the kernel is plain HMC.
+auto-correlation area of Mahendran 2011 §3.1.1, `rewards.acf_area`) goes into a GP over
+(log ε, L), and the next (ε, L) maximises Expected Improvement (Mahendran 2011 §3.2, with
+ξ = 0.01 from the authors' code for Mahendran et al. 2012). Every one of the M policy slots
+of the mixture kernel holds that one setting, so the kernel is plain HMC.
 
-**Sampling phase** (seed 001 §3.3, Alg. 2): when the warm-up's last transition has run, the
-GP is frozen and the SIR policy is built once from its mean (`sir_policy.build_policy`):
-candidates over the box, weights ∝ exp(μ/(T c)), M settings resampled. From then on every
-transition draws one of the M settings uniformly (`samplers/hmc_mixture.py`): a fixed
-mixture of M HMC kernels, each leaving π invariant, so the sampling phase is an ordinary
-(homogeneous) Markov chain. Nothing adapts after warm-up.
+**Sampling phase** (Mahendran 2011 §3.3, Alg. 2): when the warm-up's last transition has
+run, the GP is frozen and the SIR policy is built once from its mean
+(`sir_policy.build_policy`): candidates over the box, weights ∝ exp(μ/(T c)), M settings
+resampled. From then on every transition draws one of the M settings uniformly
+(`kernels/hmc_mixture.py`): a fixed mixture of M HMC kernels, each leaving π invariant, so
+the sampling phase is an ordinary (homogeneous) Markov chain. Nothing adapts after warm-up.
 
-The tuner is `samplers.ahmc.AHMCTuner` (itself a `GPBanditTuner`) with this phase logic on
+The tuner is `tuning.ahmc_tuner.AHMCTuner` (itself a `GPBanditTuner`) with this phase logic on
 top; it reuses AHMC's chunk lengths (the first warmup mod I BO steps one longer), its
 relative ε box [ε₀/10, 10 ε₀] around Stan's heuristic, and its optional diagonal metric
 learned in the first half of the BO steps (with GP resets). With p_i = 1 for every BO step
 of the warm-up, each step proposes (the bandit's coin flip is always heads).
 
-Decisions (docs/tuning.md, "Two-phase mode (seed 001)"):
-- Defaults follow seed 001 / SPECS §B.5: reward "acf", EI, first setting the box's centre,
-  GP signal variance 1, noise variance 0.1, length scales 0.1 × the box's widths.
+Decisions (docs/tuning.md, "Two-phase mode"):
+- Defaults follow Mahendran 2011 §3.2 and the authors' code for Mahendran et al. 2012:
+  reward "acf", EI, first setting the box's centre, GP signal variance 1, noise variance
+  0.1, length scales 0.1 × the box's widths.
 - I (bo_steps) defaults to min(100, warmup // m_min) with m_min = 50 draws for "acf" (its
   l_min is 26; the paper used m = 100) and "ess" (ArviZ's ESS of 10 draws is noise), and
   10 for the others.
 - The GP is read in units of the best observed reward c = max_j r_j (1 while none is
   positive): EI sees μ/c (`scale`), the weights are w ∝ exp(μ / (T c)). For the "acf"
-  objective (c ≈ 0.8) that is nearly seed 001's raw μ; for other rewards it makes EI's
+  objective (c ≈ 0.8) that is nearly Mahendran 2011's raw μ; for other rewards it makes EI's
   exploration and the policy's sharpness independent of the reward's units.
-- T = 0.05, i.e. exp(20 μ/c): sharper than the authors' exp(10 μ) (SPECS §B.6), because on
-  logistic-german T = 0.1 gave a policy wide enough to cost 1/3 of the ESS per gradient
-  (docs/tuning.md); T = 0.02 was no better than 0.05.
-- Candidates: the grid of 100 log-ε values × every integer L (SPECS §B.6 strategy 0), or a
-  Latin hypercube; M = 50 slots (the knobs' shape, fixed for the whole run); systematic
-  resampling (SPECS §B.6) or multinomial.
-- The chain is not reset to its start after adaptation (SPECS §B.6 resets it; the warm-up
-  serves as burn-in here).
+- T = 0.05, i.e. exp(20 μ/c): sharper than the exp(10 μ) of the authors' code for
+  Mahendran et al. 2012 (`IM_ego.c:build_sir_policy`), because on logistic-german the wider
+  policy of T = 0.1 lost ESS per gradient and T = 0.02 was no better (docs/tuning.md,
+  "Two-phase mode", Temperature).
+- Candidates: the grid of 100 log-ε values × every integer L (Mahendran 2011 §4.2.1; the
+  authors' code, strategy 0), or a Latin hypercube; M = 50 slots (the knobs' shape, fixed
+  for the whole run); systematic resampling (Kitagawa 1996, as in the authors' code) or
+  multinomial.
+- The chain is not reset to its start after adaptation (the authors' code resets it; the
+  warm-up serves as burn-in here).
 - The policy is recorded in the state ("policy": the M settings and their SIR weights), so
   it is in every later chunk record and in the InferenceData's `tuning` attrs
   (`policy_from_idata`).
@@ -57,11 +61,12 @@ from .ahmc_tuner import AHMCTuner
 from .base import SAMPLING
 
 POLICY_SIZE = 50  # M: slots of the mixture kernel
-TEMPERATURE = 0.05  # T of w ∝ exp(μ / (T c)) (SPECS §B.6: exp(10 μ); see the docstring)
+TEMPERATURE = 0.05  # T of w ∝ exp(μ / (T c)) (the authors' code: exp(10 μ); see the docstring)
 ACF_DRAWS = 50  # default draws per BO step with the "acf" and "ess" rewards
 OTHER_DRAWS = 10  # ... with any other reward (AHMC's m for a 1000-transition burn-in)
-MAX_BO_STEPS = 100  # seed 001 §4.2.1: I = 100
-SIGNAL_VAR, NOISE_VAR, LENGTHSCALE_FACTOR = 1.0, 0.1, 0.1  # SPECS §B.5
+MAX_BO_STEPS = 100  # Mahendran 2011 §4.2.1: I = 100
+# the GP of the authors' code for Mahendran et al. 2012 (AdaptSAW, docs/references.md)
+SIGNAL_VAR, NOISE_VAR, LENGTHSCALE_FACTOR = 1.0, 0.1, 0.1
 _SIR_STREAM = 0x51  # numpy seed [seed, 0, _SIR_STREAM] for the candidates and resampling
 
 
@@ -84,7 +89,7 @@ class TwoPhaseTuner(AHMCTuner):
         candidates: "grid" (n_candidates log-ε values × every integer L; default 100) or
             "lhs" (n_candidates Latin-hypercube points; default 10⁴).
         temperature: T of the SIR weights exp(μ / (T c)) (0.05).
-        resampling: "systematic" (SPECS §B.6) or "multinomial".
+        resampling: "systematic" (Kitagawa 1996, as the authors' code) or "multinomial".
         reward, acquisition, start: as `GPBanditTuner`'s, defaults "acf", "ei", "center".
         mass, mass_windows, eps_factors, logdensity_fn, start_positions: as `AHMCTuner`'s.
         other keyword arguments: GPBanditTuner's (eps_bounds, steps_bounds, xi, seed, ...).
@@ -188,13 +193,13 @@ class TwoPhaseTuner(AHMCTuner):
     def scale(self) -> float:
         """s = 1/c: EI sees μ in units of the best reward (the GP mean is linear in the
         rewards, so this is EI of the GP fitted to r/c), the scale on which the unit signal
-        variance of SPECS §B.5 was set (h ≤ 1). The bandit's s = 4/c belongs to its signal
-        variance 25; with variance 1 it leaves EI no room to explore."""
+        variance of Mahendran et al.'s code was set (h ≤ 1). The bandit's s = 4/c belongs to
+        its signal variance 25; with variance 1 it leaves EI no room to explore."""
         return 1.0 / self.policy_scale()
 
     # -- the policy --------------------------------------------------------------------------
     def build_policy(self) -> dict:
-        """Seed 001 Alg. 2 on the current GP and box; sets and returns `self.policy`."""
+        """Mahendran 2011, Alg. 2 on the current GP and box; sets and returns `self.policy`."""
         if self.gp is None or self.gp.n_obs == 0:
             warnings.warn("two-phase tuner: no finite reward in the adaptation phase; the "
                           "policy is uniform over the box", stacklevel=2)
@@ -281,9 +286,9 @@ def make_tuner(options: dict, spec, flat, states):
     warmup = int(spec.warmup)
     if warmup < 1:
         raise BomcmcError("sampler 'two_phase' builds its policy in warm-up: it needs warmup >= 1")
-    # Default reward ESJD/√L, not seed 001's h(X): h(X) scores mixing per transition and ignores
-    # the trajectory's cost, so for HMC it picks long trajectories; on logistic-german it gave
-    # a third of ESJD's min ESS per gradient (docs/tuning.md, "Two-phase mode").
+    # Default reward ESJD/√L, not Mahendran 2011's h(X): h(X) scores mixing per transition and
+    # ignores the trajectory's cost, so for HMC it picks long trajectories and loses ESS per
+    # gradient (measured in docs/tuning.md, "Two-phase mode").
     reward = opts.setdefault("reward", "esjd")
     k = min(opts.get("bo_steps", default_bo_steps(warmup, reward)), warmup)
     if reward == "acf" and warmup // k < ahmc_tuner.ACF_MIN_DRAWS:

@@ -1,0 +1,47 @@
+"""Short runs of every sampler reproduce the draws recorded before the architecture refactor.
+
+The golden file holds 40-draw float64 runs of hmc, nuts, nuts_async, ahmc, two_phase, Neal's
+Gibbs-within-HMC on a small network, and a resumed run, recorded with
+`python benchmarks/golden_draws.py record tests/data/golden_draws_short.npz --short` on the
+tree before the refactor. On the recording machine they reproduce bit for bit
+(`python benchmarks/golden_draws.py check benchmarks/results/golden-draws-full.npz`); another
+CPU may round the last bits differently, so this test allows 1e-10.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
+
+
+def _golden_module():
+    spec = importlib.util.spec_from_file_location("golden_draws",
+                                                  ROOT / "benchmarks" / "golden_draws.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_short_runs_reproduce_the_golden_draws():
+    golden = dict(np.load(ROOT / "tests" / "data" / "golden_draws_short.npz"))
+    problems = _golden_module().compare(golden, short=True, rtol=1e-10)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_changed_draw_is_caught():
+    """The comparison is not vacuous: one altered number in the golden file is reported."""
+    golden = dict(np.load(ROOT / "tests" / "data" / "golden_draws_short.npz"))
+    key = next(k for k in golden if k.startswith("hmc/posterior."))
+    golden[key] = golden[key].copy()
+    golden[key].flat[0] += 1e-6
+    mod = _golden_module()
+    only_hmc = {k: v for k, v in golden.items() if k.startswith("hmc/")}
+    cases = mod.cases
+    mod.cases = lambda short: [c for c in cases(short) if c[0] == "hmc"]
+    problems = mod.compare(only_hmc, short=True, rtol=1e-10)
+    assert any(key.split("/", 1)[1] in p for p in problems)
