@@ -31,7 +31,7 @@ VARIANTS = {
 def filled_tuner(n: int, seed: int = 0, **options) -> GPBanditTuner:
     rng = np.random.default_rng(seed)
     tuner = GPBanditTuner(eps_bounds=(0.01, 0.2), steps_bounds=(1, 100), seed=seed, **options)
-    tuner.gp, tuner.gamma = tuner._make_gp(), (math.log(0.01), 1)
+    tuner.gp, tuner.point = tuner._make_gp(), (math.log(0.01), 1)
     lo, hi = tuner.lower, tuner.upper
     while len(tuner.gp.X) < n:
         x = lo + (hi - lo) * rng.random(2)

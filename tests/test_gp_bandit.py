@@ -266,12 +266,12 @@ def test_tuner_defaults_broadcast_and_chunk_draws():
     np.testing.assert_allclose(kn.step_size, 0.002, rtol=1e-6)  # lower corner (SPECS §A.4)
     np.testing.assert_array_equal(kn.num_steps, 1)
     assert t.chunk_draws(kn, 500) == 100
-    t.gamma = (t.gamma[0], 30)
+    t.point = (t.point[0], 30)
     assert t.chunk_draws(kn, 500) == 3
-    t.gamma = (t.gamma[0], 100)
+    t.point = (t.point[0], 100)
     assert t.chunk_draws(kn, 500) == 1
     assert GPBanditTuner().chunk_draws(kn, 77) == 77  # no budget: chunk_size draws
-    t.gamma = (t.gamma[0], 1)
+    t.point = (t.point[0], 1)
     with pytest.warns(UserWarning, match="exceeds chunk_size"):
         assert t.chunk_draws(kn, 50) == 100  # the driver caps it at chunk_size
     t2 = GPBanditTuner(eps_bounds=(0.01, 1), steps_bounds=(2, 50), start="knobs")
@@ -295,7 +295,7 @@ def test_state_dict_round_trip_gives_identical_proposals():
     for ch in chunks[12:]:
         kn = full.after_chunk(kn, ch)
         kn_r = resumed.after_chunk(kn_r, ch)
-        assert resumed.gamma == full.gamma
+        assert resumed.point == full.point
     assert resumed.history == full.history
     assert sum(h["proposed"] for h in full.history[12:]) >= 3  # proposals were compared
     assert len({(h["eps"], h["L"]) for h in full.history}) > 5
@@ -317,7 +317,7 @@ def test_non_finite_reward_is_skipped_and_the_chain_returns_to_the_incumbent():
     best = t.incumbent()
     kn = t.after_chunk(kn, _chunk(rng))  # NaN: not fed to the GP
     assert t.gp.n_obs == 2 and t.history[-1]["reward"] is None
-    assert t.gamma == best and not t.history[-1]["proposed"]
+    assert t.point == best and not t.history[-1]["proposed"]
     t.after_chunk(kn, _chunk(rng))
     assert t.gp.n_obs == 2
 

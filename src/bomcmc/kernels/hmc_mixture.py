@@ -60,8 +60,8 @@ class MixtureInfo(NamedTuple):
 
 def select(key: jax.Array, knobs: MixtureKnobs) -> tuple[jax.Array, hmc.HMCKnobs]:
     """k ~ U{0..M−1} from fold_in(key, POLICY_STREAM), and HMC's knobs with (ε_k, L_k)."""
-    m = knobs.step_size.shape[-1]
-    k = jax.random.randint(jax.random.fold_in(key, POLICY_STREAM), (), 0, m)
+    slots = knobs.step_size.shape[-1]
+    k = jax.random.randint(jax.random.fold_in(key, POLICY_STREAM), (), 0, slots)
     return k, hmc.HMCKnobs(step_size=knobs.step_size[k], num_steps=knobs.num_steps[k],
                            inverse_mass_matrix=knobs.inverse_mass_matrix,
                            random_steps=knobs.random_steps)

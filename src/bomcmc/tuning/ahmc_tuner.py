@@ -85,9 +85,9 @@ class AHMCTuner(GPBanditTuner):
             raise ValueError(f"mass must be 'diag' or 'identity', got {mass!r}")
         warmup, thin, bo_steps = int(warmup), max(1, int(thin)), int(bo_steps)
         self.burn_steps = min(bo_steps, warmup)
-        self.m = warmup // self.burn_steps if self.burn_steps else DEFAULT_M
+        self.step_transitions = warmup // self.burn_steps if self.burn_steps else DEFAULT_M
         self.longer = warmup % self.burn_steps if self.burn_steps else 0
-        self.sampling_draws = max(1, self.m // thin)
+        self.sampling_draws = max(1, self.step_transitions // thin)
         super().__init__(k=max(self.burn_steps, 1), **options)
         self.relative_box = options.get("eps_bounds") is None
         self.eps_factors = tuple(float(f) for f in eps_factors)
@@ -153,7 +153,7 @@ class AHMCTuner(GPBanditTuner):
         draws after (m = ⌊B/k⌋, as in the authors' `ahmc.m`)."""
         j = self.i + 1
         if j <= self.burn_steps:
-            n = self.m + (1 if j <= self.longer else 0)
+            n = self.step_transitions + (1 if j <= self.longer else 0)
         else:
             n = self.sampling_draws
         if n > chunk_size:
@@ -203,7 +203,7 @@ class AHMCTuner(GPBanditTuner):
             last = np.asarray(chunk["positions"])[:, -1]
             self._recentre(last, inv, self.step_size)
         self.reset_gp()
-        self.gamma = self.start_gamma(self.step_size, self.num_steps)
+        self.point = self.start_point(self.step_size, self.num_steps)
         return knobs
 
     # -- state -----------------------------------------------------------------------------

@@ -132,7 +132,7 @@ class GPBanditTuner(Tuner):
         self.gp_options = dict(signal_var=signal_var, noise_var=noise_var)
         self.lengthscale_factor = float(lengthscale_factor)
         self.gp: GaussianProcess | None = None
-        self.gamma: tuple[float, int] | None = None  # (log ε, L) for the next chunk
+        self.point: tuple[float, int] | None = None  # (log ε, L) for the next chunk
         self.i = 0  # super-transitions seen
         self.max_reward: float | None = None  # max_j r_j, for s (the authors' `update_model.m`)
         self.history: list[dict] = []
@@ -164,7 +164,8 @@ class GPBanditTuner(Tuner):
         return GaussianProcess(scales, **self.gp_options)
 
     def _snap(self, x) -> tuple[float, int]:
-        """ε stays continuous (log scale), L = round(γ₂), both clipped to the box (§A.2)."""
+        """ε stays continuous (log scale), L = round(γ₂), both clipped to the box (as the
+        authors' `ahmc.m`)."""
         lo, hi = self.lower, self.upper
         log_eps = float(np.clip(x[0], lo[0], hi[0]))
         steps = int(np.clip(math.floor(float(x[1]) + 0.5), lo[1], hi[1]))
@@ -172,11 +173,11 @@ class GPBanditTuner(Tuner):
 
     @property
     def step_size(self) -> float:
-        return math.exp(self.gamma[0])
+        return math.exp(self.point[0])
 
     @property
     def num_steps(self) -> int:
-        return self.gamma[1]
+        return self.point[1]
 
     # -- the Tuner protocol --------------------------------------------------------------
     def initial_knobs(self, knobs):
@@ -189,10 +190,10 @@ class GPBanditTuner(Tuner):
         if self.eps_bounds is None:
             self.eps_bounds = (eps0 / 100.0, eps0 * 10.0)
         self.gp = self._make_gp()
-        self.gamma = self.start_gamma(eps0, float(np.mean(np.asarray(knobs.num_steps))))
+        self.point = self.start_point(eps0, float(np.mean(np.asarray(knobs.num_steps))))
         return self._apply(knobs)
 
-    def start_gamma(self, eps0: float, steps0: float) -> tuple[float, int]:
+    def start_point(self, eps0: float, steps0: float) -> tuple[float, int]:
         """The first γ of a (fresh) GP: the box's lower corner, its centre, or (ε₀, L₀)."""
         if self.start == "corner":
             return self._snap(self.lower)
@@ -232,7 +233,7 @@ class GPBanditTuner(Tuner):
         reward = float(self.reward_fn({**chunk, "num_steps": steps, "step_size": eps}))
         p = float(self.schedule(self.i))
         if math.isfinite(reward):
-            self.gp.add(self.gamma, reward)
+            self.gp.add(self.point, reward)
             self.max_reward = reward if self.max_reward is None else max(self.max_reward, reward)
         return {"i": self.i, "phase": int(chunk.get("phase", 0)), "eps": eps, "L": steps,
                 "reward": reward if math.isfinite(reward) else None, "p_i": p,
@@ -245,9 +246,9 @@ class GPBanditTuner(Tuner):
         u = self.coin(self.i)
         proposed = bool(u < p and self.gp.n_obs > 0)
         if proposed:
-            self.gamma = self.propose(p)
+            self.point = self.propose(p)
         elif entry["reward"] is None and self.gp.n_obs > 0:
-            self.gamma = self.incumbent()
+            self.point = self.incumbent()
         entry["proposed"] = proposed
 
     def coin(self, i: int) -> float:
@@ -358,7 +359,7 @@ class GPBanditTuner(Tuner):
             "name": self.name, "i": self.i, "seed": self.seed, "max_reward": self.max_reward,
             "eps_bounds": None if self.eps_bounds is None else list(self.eps_bounds),
             "steps_bounds": list(self.steps_bounds),
-            "gamma": None if self.gamma is None else [self.gamma[0], self.gamma[1]],
+            "point": None if self.point is None else [self.point[0], self.point[1]],
             "gp": None if self.gp is None else self.gp.state_dict(),
             "config": {**self.gp_options, "lengthscale_factor": self.lengthscale_factor,
                        "acquisition": self.acquisition, "delta": self.delta, "xi": self.xi},
@@ -375,8 +376,8 @@ class GPBanditTuner(Tuner):
         self.max_reward = state["max_reward"]
         self.eps_bounds = None if state["eps_bounds"] is None else tuple(state["eps_bounds"])
         self.steps_bounds = tuple(state["steps_bounds"])
-        self.gamma = None if state["gamma"] is None else (float(state["gamma"][0]),
-                                                           int(state["gamma"][1]))
+        point = state.get("point", state.get("gamma"))  # "gamma" in runs of bomcmc 0.1.0
+        self.point = None if point is None else (float(point[0]), int(point[1]))
         self.gp = None
         if state["gp"] is not None:
             self.gp = self._make_gp()

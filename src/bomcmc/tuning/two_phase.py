@@ -147,11 +147,12 @@ class TwoPhaseTuner(AHMCTuner):
         if eps.ndim != 2 or steps.ndim != 2:
             raise BomcmcError("the two-phase tuner needs the mixture kernel's knobs (a policy "
                               "axis of M settings per chain): use sampler='two_phase'")
-        m = self.policy_size
-        if eps.shape[1] == m and steps.shape[1] == m:
+        slots = self.policy_size
+        if eps.shape[1] == slots and steps.shape[1] == slots:
             return knobs
-        e = np.repeat(eps.mean(axis=1, keepdims=True), m, axis=1).astype(eps.dtype)
-        s = np.repeat(np.rint(steps.mean(axis=1, keepdims=True)), m, axis=1).astype(steps.dtype)
+        e = np.repeat(eps.mean(axis=1, keepdims=True), slots, axis=1).astype(eps.dtype)
+        s = np.repeat(np.rint(steps.mean(axis=1, keepdims=True)), slots,
+                      axis=1).astype(steps.dtype)
         return knobs._replace(step_size=e, num_steps=s)
 
     def _policy_knobs(self, knobs):
