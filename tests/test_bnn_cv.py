@@ -1,6 +1,6 @@
-"""Cross-validation networks (models/bnn_cv.py), the adaptive Gibbs sampler
-(samplers/ahmc_gibbs.py), the leapfrog budget (sample(max_grad=...)), the estimator
-(bnn_estimator.py) and the network commands (cli_bnn.py)."""
+"""Cross-validation networks (bnn/cv.py), the adaptive Gibbs sampler (bnn/samplers.py,
+"ahmc_gibbs"), the leapfrog budget (sample(max_grad=...)), the estimator (bnn/estimator.py)
+and the network commands (cli/bnn.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 from stats import bonferroni_sigma, moment_z_scores
-from test_bnn import _data, _exact_linear_posterior, _random_position
+from test_bnn_network import _data, _exact_linear_posterior, _random_position
 
 import bomcmc
 from bomcmc.bnn.estimator import BayesianMLPRegressor
@@ -117,7 +117,7 @@ def test_cv_model_is_k_independent_fold_networks():
 def test_adaptive_gibbs_on_cv_folds_matches_each_folds_exact_posterior():
     """AHMC-Gibbs on a 2-fold CV model of a hierarchical linear regression, adapting (η, L) on
     the CV reward throughout: every fold's log-precisions and weights have the exact moments
-    of that fold's posterior (quadrature, test_bnn._exact_linear_posterior) within the
+    of that fold's posterior (quadrature, test_bnn_network._exact_linear_posterior) within the
     Bonferroni bound of MCSE units (family-wise error 1e-3)."""
     X, y = _data(n=12, n_in=2, seed=4)
     m = BNN(X, y, hidden=(), prior="io 1:3 bo 1", noise="0.5:4")
@@ -268,7 +268,7 @@ def test_demo_small_budget_runs_and_learns(tmp_path, capsys):
 
 @pytest.mark.parametrize("likelihood", ["class", "binary"])
 def test_fold_vote_is_the_majority_of_the_fold_networks(likelihood):
-    """Seed 000 §4.2: each fold network classifies by its draw-averaged probabilities; the
+    """Wang 2012 §4.2: each fold network classifies by its draw-averaged probabilities; the
     vote is the most common label (ties to the lower class) — against a loop by hand."""
     from bomcmc.bnn.cv import fold_vote
 

@@ -97,7 +97,7 @@ def test_summary_json(run_dir, cache_dir):
     proc = run_cli(cache_dir, "summary", out, "--json")
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
-    assert set(s) == {"variables", "run"}
+    assert set(s) == {"variables", "run", "warnings"}
     x = s["variables"]["x"]
     assert {"mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"} <= set(x)
     assert len(x["mean"]) == 2

@@ -1,11 +1,12 @@
-"""Short runs of every sampler reproduce the draws recorded before the architecture refactor.
+"""Short runs of every sampler reproduce their recorded draws: a refactor changes no draw.
 
 The golden file holds 40-draw float64 runs of hmc, nuts, nuts_async, ahmc, two_phase, Neal's
 Gibbs-within-HMC on a small network, and a resumed run, recorded with
-`python benchmarks/golden_draws.py record tests/data/golden_draws_short.npz --short` on the
-tree before the refactor. On the recording machine they reproduce bit for bit
-(`python benchmarks/golden_draws.py check benchmarks/results/golden-draws-full.npz`); another
-CPU may round the last bits differently, so this test allows 1e-10.
+`python benchmarks/golden_draws.py record tests/data/golden_draws_short.npz --short`. The
+architecture refactor reproduced the draws recorded before it bit for bit; ahmc's were
+recorded again when its defaults changed on purpose (dense metric, divergence-aware reward:
+docs/tuning.md, "Robust defaults"). Another CPU may round the last bits differently, so this
+test allows 1e-10.
 """
 
 import importlib.util

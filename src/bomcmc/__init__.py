@@ -17,7 +17,7 @@ from . import registry  # noqa: E402
 from ._version import __version__  # noqa: E402
 from .adaptation.base import Adapter  # noqa: E402
 from .config import enable_compilation_cache, set_float64  # noqa: E402
-from .diagnostics import summarize  # noqa: E402
+from .diagnostics import SamplingWarning, summarize  # noqa: E402
 from .driver import SampleResult, load, resume, sample  # noqa: E402
 from .errors import BomcmcError  # noqa: E402
 from .kernels.base import Kernel  # noqa: E402
@@ -26,7 +26,8 @@ from .registry import Sampler  # noqa: E402
 from .tuning.base import Tuner  # noqa: E402
 
 __all__ = [
-    "Adapter", "BomcmcError", "Kernel", "Posterior", "SampleResult", "Sampler", "Tuner",
+    "Adapter", "BomcmcError", "Kernel", "Posterior", "SampleResult", "Sampler",
+    "SamplingWarning", "Tuner",
     "enable_compilation_cache", "load", "posteriors", "registry", "resume", "sample",
     "set_float64", "summarize", "__version__",
 ]

@@ -22,6 +22,8 @@ from .config import float_dtype
 from .errors import BomcmcError
 
 PyTree = Any
+INIT_RADIUS = 2.0  # uniform(−2, 2) on the unconstrained scale: Stan's and NumPyro's default start
+INIT_STRATEGIES = ("uniform", "init")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +43,8 @@ class Posterior:
             quantities users read (constrained parameters, Stan's reported names). When given,
             the InferenceData's `posterior` group holds these and `unconstrained_posterior`
             holds the sampled coordinates.
+        chain_inits: optional starting points, one per chain: the structure of
+            `init_position` with a leading chain axis on every leaf.
     """
 
     logdensity_fn: Callable[[PyTree], jax.Array]
@@ -50,6 +54,7 @@ class Posterior:
     description: str = ""
     meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     constrain: Callable[[PyTree], dict] | None = None
+    chain_inits: PyTree | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,12 +85,24 @@ class FlatPosterior:
         f = jax.jit(jax.vmap(jax.vmap(lambda x: fn(self.unravel(x)))))
         return {k: np.asarray(v) for k, v in f(jnp.asarray(flat)).items()}
 
-    def init_flat(self, key: jax.Array | None, chains: int, jitter: float = 0.0) -> jax.Array:
-        """(chains, dim) starting points: the posterior's initializer if it has one and a key is
-        given, else the initial position repeated, optionally jittered uniformly in ±jitter."""
+    def init_flat(self, key: jax.Array, chains: int, jitter: float = 0.0,
+                  strategy: str = "uniform", attempt: int = 0) -> jax.Array:
+        """(chains, dim) starting points.
+
+        The posterior's `chain_inits` when it has them. Else with `strategy="uniform"` (the
+        default) dispersed points: the posterior's initializer if it has one, otherwise
+        uniform(−2, 2) on every coordinate, as Stan and NumPyro start; `attempt` > 0 draws a
+        fresh set (for chains whose start had no finite log density). With `strategy="init"`
+        every chain starts at the initial position, jittered uniformly in ±jitter."""
         base, _ = ravel_pytree(self.source.init_position)
         base = jnp.asarray(base, dtype=float_dtype())
-        if self.source.initializer is not None and key is not None:
+        if self.source.chain_inits is not None:
+            return self._chain_inits(chains, base.dtype)
+        if strategy == "uniform":
+            key = key if attempt == 0 else jax.random.fold_in(key, attempt)
+            if self.source.initializer is None:
+                return jax.random.uniform(key, (chains, self.dim), base.dtype,
+                                          minval=-INIT_RADIUS, maxval=INIT_RADIUS)
             keys = jax.random.split(key, chains)
             starts = jnp.stack([ravel_pytree(self.source.initializer(k))[0] for k in keys])
             return starts.astype(base.dtype)
@@ -96,6 +113,15 @@ class FlatPosterior:
             )
         return starts
 
+    def _chain_inits(self, chains: int, dtype) -> jax.Array:
+        leaves = jax.tree_util.tree_leaves(self.source.chain_inits)
+        n = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
+        if n != {chains}:
+            raise BomcmcError(f"init_per_chain: every leaf of init needs a leading axis of "
+                              f"{chains} chains, got {sorted(n, key=str)}")
+        rows = [ravel_pytree(jax.tree_util.tree_map(lambda a: a[c], self.source.chain_inits))[0]
+                for c in range(chains)]
+        return jnp.stack(rows).astype(dtype)
 
 def _names_and_shapes(position: PyTree) -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...]]:
     """Variable names from the pytree: dict keys (nested joined by '.'), else x / x0, x1, ...

@@ -32,7 +32,7 @@ def positive_number(name: str, v) -> float:
 
 def whole_number(name: str, v) -> int:
     """A positive integer, written as an int or a whole float (an L of 10.0 is 10)."""
-    if not is_number(v) or int(v) != v or v < 1:
+    if not is_number(v) or not math.isfinite(v) or int(v) != v or v < 1:
         raise BomcmcError(f"{name} must be a positive integer, got {v}")
     return int(v)
 
@@ -56,7 +56,7 @@ def probability(name: str, v) -> float:
 
 def tree_depth(v) -> int:
     """NUTS's maximum tree depth: an integer in 1..30."""
-    if not (is_number(v) and int(v) == v and 1 <= v <= 30):
+    if not (is_number(v) and math.isfinite(v) and int(v) == v and 1 <= v <= 30):
         raise BomcmcError(f"max_tree_depth must be an integer in 1..30, got {v}")
     return int(v)
 
@@ -78,6 +78,36 @@ def choice(name: str, v, allowed, hint: str = "") -> None:
     """One of `allowed`."""
     if v not in allowed:
         raise BomcmcError(f"{name} must be one of {', '.join(allowed)}, got {v!r}{hint}")
+
+
+def inverse_mass(dim: int, value=None, dense: bool = False) -> np.ndarray:
+    """An inverse mass matrix: the identity by default (dense when asked), else a positive
+    diagonal of shape (dim,) or a symmetric positive definite (dim, dim) matrix."""
+    if value is None:
+        return np.eye(dim) if dense else np.ones((dim,))
+    inv = np.asarray(value, dtype=float)
+    if dense and inv.shape == (dim,):
+        inv = np.diag(inv)
+    if inv.shape not in ((dim,), (dim, dim)):
+        raise BomcmcError(f"inverse_mass_matrix must have shape ({dim},) or ({dim}, {dim}), "
+                          f"got {inv.shape}")
+    if not np.all(np.isfinite(inv)):
+        raise BomcmcError("inverse_mass_matrix must be finite")
+    if inv.ndim == 1 and not np.all(inv > 0):
+        raise BomcmcError("a diagonal inverse_mass_matrix must be positive")
+    if inv.ndim == 2 and not _is_spd(inv):
+        raise BomcmcError("a dense inverse_mass_matrix must be symmetric positive definite")
+    return inv
+
+
+def _is_spd(a: np.ndarray) -> bool:
+    if not np.allclose(a, a.T, rtol=1e-10, atol=0.0):
+        return False
+    try:
+        np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        return False
+    return True
 
 
 def finite_data(name: str, **arrays) -> None:

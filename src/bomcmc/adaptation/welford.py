@@ -31,16 +31,19 @@ def welford_update(count, mean, m2, x):
     return n, mean, m2
 
 
-def welford_merge(acc, x: np.ndarray):
-    """(count, mean, m2) with a batch x of shape (n, d) added; `acc` None starts afresh."""
+def welford_merge(acc, x: np.ndarray, dense: bool = False):
+    """(count, mean, m2) with a batch x of shape (n, d) added; `acc` None starts afresh. With
+    `dense`, m2 is the d×d matrix of summed cross-products (a covariance estimate)."""
     nb, mb = x.shape[0], x.mean(axis=0)
-    m2b = ((x - mb) ** 2).sum(axis=0)
+    centred = x - mb
+    m2b = centred.T @ centred if dense else (centred**2).sum(axis=0)
     if acc is None:
         return nb, mb, m2b
     n, mean, m2 = acc
     tot = n + nb
     delta = mb - mean
-    return tot, mean + delta * nb / tot, m2 + m2b + delta**2 * n * nb / tot
+    cross = np.outer(delta, delta) if dense else delta**2
+    return tot, mean + delta * nb / tot, m2 + m2b + cross * n * nb / tot
 
 
 def stan_regularize(var, n, eye=1.0):

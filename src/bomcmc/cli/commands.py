@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -50,7 +51,8 @@ def _summarize(result) -> dict:
 
 
 def _report(result, run_dir: Path, as_json: bool, summary: dict | None = None) -> None:
-    """Print the summary (table or JSON) and write the plots into the run directory."""
+    """Print the summary (table or JSON), each warning of the run on stderr as one line
+    `bomcmc: warning: <message>`, and write the plots into the run directory."""
     import warnings
 
     from ..diagnostics import plots
@@ -72,6 +74,9 @@ def _report(result, run_dir: Path, as_json: bool, summary: dict | None = None) -
             if tuning is not None:
                 print(_format_tuning(tuning))
         sys.stdout.flush()
+        for msg in summary.get("warnings") or []:
+            print(f"bomcmc: warning: {msg}", file=sys.stderr)
+        sys.stderr.flush()
         plots.plot_trace(result.idata, run_dir / "trace.png")
         plots.plot_autocorr(result.idata, run_dir / "autocorr.png")
         if tuning is not None:
@@ -116,6 +121,19 @@ def _check_run_dir(path) -> dict:
     return DiskStore(p).config()
 
 
+@contextlib.contextmanager
+def _no_python_warnings():
+    """Silence Python's printing of the run's SamplingWarnings: the summary carries the same
+    messages and `_report` prints them as `bomcmc: warning: ...`."""
+    import warnings
+
+    from ..diagnostics import SamplingWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)
+        yield
+
+
 def cmd_sample(args) -> int:
     import bomcmc
 
@@ -123,7 +141,8 @@ def cmd_sample(args) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise bomcmc.BomcmcError(f"{out}: exists and is not a directory")
-    result = bomcmc.sample(**sample_kwargs(args))
+    with _no_python_warnings():  # _report prints them, one line each
+        result = bomcmc.sample(**sample_kwargs(args))
     _report(result, Path(result.path or out), args.json)
     return 0
 
@@ -133,7 +152,8 @@ def cmd_resume(args) -> int:
 
     bomcmc.enable_compilation_cache()
     _check_run_dir(args.dir)
-    result = bomcmc.resume(args.dir, progress=not args.no_progress)
+    with _no_python_warnings():
+        result = bomcmc.resume(args.dir, progress=not args.no_progress)
     _report(result, Path(result.path or args.dir), args.json)
     return 0
 

@@ -6,7 +6,13 @@
   maximum ESS/L"); gradient
   evaluations are summed over chains and over the sampling phase only (warm-up is reported
   apart, `n_grad_warmup`);
-- auto-correlation functions (Wang 2012, Figs 2.3-2.4).
+- auto-correlation functions (Wang 2012, Figs 2.3-2.4);
+- the warnings of `checks.check_run` (divergences, R-hat, ESS, tree depth, E-BFMI, acceptance,
+  chains that never moved).
+
+A coordinate that stays at its first draw in every chain has no defined ESS (ArviZ reports the
+number of draws for constant input): its ESS and MCSE are NaN in the table, and it counts as
+ESS 0 in the run's min/median/max ESS, ESS per gradient and ESS per second.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import json
 import math
 
 import numpy as np
+
+from .checks import check_run, convergence, frozen
 
 
 def clean_json(x):
@@ -67,30 +75,36 @@ def flat_ess(idata, method: str = "bulk") -> np.ndarray:
 
 
 def summarize(idata, totals: dict | None = None) -> dict:
-    """Per-variable mean, sd, MCSE, bulk/tail ESS, R-hat; per-run efficiency.
+    """Per-variable mean, sd, MCSE, bulk/tail ESS, R-hat; per-run efficiency; the warnings of
+    `check_run`. A coordinate constant within every chain has ESS and MCSE NaN, and counts as
+    ESS 0 in the run's figures.
 
     The layout is the contract of `bomcmc summary --json`."""
-    import arviz as az
-
     post = idata.posterior
-    ess_bulk = az.ess(idata, method="bulk")
-    ess_tail = az.ess(idata, method="tail")
-    mcse = az.mcse(idata, method="mean")
+    conv = convergence(idata)
+    ess_bulk, ess_tail, mcse, rhat = (conv["ess_bulk"], conv["ess_tail"], conv["mcse_mean"],
+                                      conv["r_hat"])
     n_chains = post.sizes.get("chain", 1)
-    rhat = az.rhat(idata) if n_chains > 1 else None
+    still = frozen(post)
     variables = {}
     for name in post.data_vars:
         x = post[name]
+
+        def undefined(v, name=name):  # no ESS (nor MCSE) for a coordinate that never moved
+            return np.where(still[name], np.nan, np.asarray(v, dtype=float))
+
         variables[name] = {
             "mean": x.mean(("chain", "draw")).values,
             "sd": x.std(("chain", "draw"), ddof=1).values,
-            "mcse_mean": mcse[name].values,
-            "ess_bulk": ess_bulk[name].values,
-            "ess_tail": ess_tail[name].values,
+            "mcse_mean": undefined(mcse[name].values),
+            "ess_bulk": undefined(ess_bulk[name].values),
+            "ess_tail": undefined(ess_tail[name].values),
             "r_hat": rhat[name].values if rhat is not None else np.full(x.shape[2:], np.nan),
         }
     totals = totals if totals is not None else run_totals(idata)
-    all_ess = np.concatenate([np.asarray(ess_bulk[v]).ravel() for v in ess_bulk.data_vars])
+    # a coordinate that never moved in any chain gave no effective draws: ESS 0
+    all_ess = np.concatenate([np.where(still[v], 0.0, np.asarray(ess_bulk[v], dtype=float))
+                              .ravel() for v in ess_bulk.data_vars])
     run = {
         "n_grad": totals.get("n_grad"),
         "n_grad_warmup": totals.get("n_grad_warmup"),
@@ -108,7 +122,8 @@ def summarize(idata, totals: dict | None = None) -> dict:
         "ess_bulk": min_median_max(all_ess),
         **efficiency(all_ess, totals.get("n_grad") or 0, totals.get("wall_s") or 0.0),
     }
-    return clean_json({"variables": variables, "run": run})
+    return clean_json({"variables": variables, "run": run,
+                       "warnings": check_run(idata, totals, conv)})
 
 
 def _share(totals: dict) -> float | None:

@@ -7,14 +7,17 @@ import inspect
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 
 from .. import models
 from .. import registry
 from ..config import set_float64
+from ..diagnostics import SamplingWarning, check_run
 from ..errors import BomcmcError
 from ..kernels.base import Kernel
 from ..posterior import Posterior, flatten
@@ -41,9 +44,20 @@ class SampleResult:
         return summarize(self.idata, self.totals)
 
 
-def resolve_posterior(logdensity=None, init=None, posterior=None) -> Posterior:
+def resolve_posterior(logdensity=None, init=None, posterior=None,
+                      init_per_chain: bool = False) -> Posterior:
     """The Posterior for what the user handed `sample`: a Posterior, a built-in name, or a log
-    density with its initial position."""
+    density with its initial position (with `init_per_chain`, one start per chain: a leading
+    chain axis on every leaf, or a list of positions)."""
+    if init_per_chain:
+        if init is None or logdensity is None or not callable(logdensity) \
+                or isinstance(logdensity, Posterior):
+            raise BomcmcError("init_per_chain=True needs a logdensity and an init with one "
+                              "start per chain")
+        chain_inits = _stack_chains(init)
+        first = jax.tree_util.tree_map(lambda a: a[0], chain_inits)
+        return Posterior(logdensity_fn=logdensity, init_position=first, name="custom",
+                         chain_inits=chain_inits)
     if isinstance(logdensity, Posterior):
         return logdensity
     if isinstance(logdensity, str):
@@ -63,6 +77,21 @@ def resolve_posterior(logdensity=None, init=None, posterior=None) -> Posterior:
     if init is None:
         raise BomcmcError("init (an initial position pytree) is required with a logdensity")
     return Posterior(logdensity_fn=logdensity, init_position=init, name="custom")
+
+
+def _stack_chains(init):
+    """Per-chain starts as one pytree with a leading chain axis."""
+    if isinstance(init, (list, tuple)) and init and not isinstance(init[0], (int, float)):
+        try:
+            return jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(x) for x in a]),
+                                          *init)
+        except ValueError as e:
+            raise BomcmcError(f"init_per_chain: the chains' starts differ in structure or "
+                              f"shape: {e}") from None
+    leaves = jax.tree_util.tree_leaves(init)
+    if not leaves or any(np.ndim(leaf) == 0 for leaf in leaves):
+        raise BomcmcError("init_per_chain: every leaf of init needs a leading chain axis")
+    return jax.tree_util.tree_map(np.asarray, init)
 
 
 def split_options(sampler: registry.Sampler, tuner, knobs: dict):
@@ -157,10 +186,16 @@ def _restore(run: Run, last: dict, template, adapt_template):
 
 
 def _finish(run: Run, store, wall_total: float) -> SampleResult:
+    """The assembled run, written to a run directory if any; each problem its diagnostics
+    show (`diagnostics.check_run`) is warned as a `SamplingWarning` at the caller of `sample`
+    or `resume`."""
     idata, totals = assemble(run, store, wall_total)
     if isinstance(store, DiskStore):
         store.write_idata(idata)
         store.write_run(totals)
+    for msg in check_run(idata, totals):
+        # stacklevel 3: _finish <- sample/resume <- the caller
+        warnings.warn(msg, SamplingWarning, stacklevel=3)
     return SampleResult(idata=idata, totals=totals, path=store.path)
 
 
@@ -191,6 +226,8 @@ def sample(
     progress: bool = True,
     float64: bool = False,
     init_jitter: float = 0.0,
+    init_strategy: str | None = None,
+    init_per_chain: bool = False,
     overwrite: bool = False,
     tuner: Tuner | None = None,
     adapt: str | None | object = "auto",
@@ -212,12 +249,21 @@ def sample(
     their length; neither changes a single draw. `max_grad` fixes a leapfrog budget: the run
     stops after the chunk in which the gradient evaluations per chain (warm-up included)
     reach it, with however many draws that gave (`draws` is then an upper bound).
+
+    Chains start from dispersed points (`init_strategy="uniform"`, the default): a built-in
+    posterior's own initializer, else uniform(−2, 2) on every coordinate as Stan and NumPyro
+    start, drawn again (up to 100 times) where the log density is not finite; `init` then only
+    gives the variables' structure. `init_strategy="init"` starts every chain at `init`
+    (jittered by ±`init_jitter`, which implies it); `init_per_chain=True` takes `init` as one
+    start per chain (a leading chain axis on every leaf, or a list of positions).
     """
     t_start = time.perf_counter()
     _preload_arviz()
     if float64:
         set_float64(True)
-    post = resolve_posterior(logdensity, init, posterior)
+    post = resolve_posterior(logdensity, init, posterior, init_per_chain)
+    if init_strategy is None:
+        init_strategy = "init" if init_jitter else "uniform"
     smp = registry.get(sampler)
     adapt, adapt_options, knobs = adaptation(smp, warmup, adapt, adapt_options, knobs)
     tuner_options, knobs = split_options(smp, tuner, knobs)
@@ -228,7 +274,8 @@ def sample(
         chunk_size=chunk_size if chunk_size is not None else 1,
         chunk_seconds=None if chunk_size is not None else chunk_seconds,
         float64=bool(float64 or jax.config.read("jax_enable_x64")),
-        init_jitter=float(init_jitter),
+        init_jitter=float(init_jitter), init_strategy=init_strategy,
+        init_per_chain=bool(init_per_chain),
         knobs={k: jsonable(v) for k, v in knobs.items()},
         adapt=adapt, adapt_options={k: jsonable(v) for k, v in adapt_options.items()},
         tuner_options=None if tuner_options is None else json_options(tuner_options),
@@ -279,7 +326,7 @@ def resume(
                 f"{store.path} sampled a custom log density: pass the same logdensity and init "
                 "to bomcmc.resume (the CLI can only resume built-in posteriors)"
             )
-        post = resolve_posterior(logdensity, init)
+        post = resolve_posterior(logdensity, init, init_per_chain=spec.init_per_chain)
     else:
         post = resolve_posterior(posterior=spec.posterior)
     smp = registry.get(sampler if sampler is not None else spec.sampler)

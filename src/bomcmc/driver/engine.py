@@ -30,6 +30,8 @@ from .lockstep import build_lockstep
 from .spec import RunSpec
 from .ticks import build_ticks
 
+MAX_INIT_TRIES = 100  # draws of a dispersed start per chain (Stan tries 100 times)
+
 
 def build_chunk_fn(
     flat: FlatPosterior, kernel: Kernel, chunk_size: int, warmup: int,
@@ -94,16 +96,29 @@ class Run:
         self.compile_s = 0.0
 
     def initial_state(self):
-        starts = self.flat.init_flat(self.init_key, self.spec.chains, self.spec.init_jitter)
-        init = jax.jit(jax.vmap(lambda x: self.kernel.init(x, self.flat.logdensity_fn)))
-        states = init(starts)
-        lp = np.asarray(states.logdensity)
-        grad_ok = np.all(np.isfinite(np.asarray(states.logdensity_grad)), axis=-1)
-        for bad, what in ((~np.isfinite(lp), "logdensity"), (~grad_ok, "gradient of logdensity")):
+        """The chains' initial states. Dispersed starts whose log density or gradient is not
+        finite are drawn again, up to MAX_INIT_TRIES times (Stan's rule); fixed starts are not."""
+        spec, flat = self.spec, self.flat
+        strategy = spec.init_strategy
+        starts = flat.init_flat(self.init_key, spec.chains, spec.init_jitter, strategy)
+        init = jax.jit(jax.vmap(lambda x: self.kernel.init(x, flat.logdensity_fn)))
+        redraw = strategy == "uniform" and flat.source.chain_inits is None
+        for attempt in range(1, MAX_INIT_TRIES + 1):
+            states = init(starts)
+            lp_bad, grad_bad = _not_finite(states)
+            bad = lp_bad | grad_bad
+            if not bad.any() or not redraw:
+                break
+            fresh = flat.init_flat(self.init_key, spec.chains, 0.0, strategy, attempt)
+            starts = jnp.where(jnp.asarray(bad)[:, None], fresh, starts)
+        for bad, what in ((lp_bad, "logdensity"), (grad_bad, "gradient of logdensity")):
             if bad.any():
                 where = ("the initial position" if bad.all()
                          else f"the starting point of chain(s) {np.flatnonzero(bad).tolist()}")
-                raise BomcmcError(f"{what} is not finite at {where}")
+                tried = (f" after {MAX_INIT_TRIES} dispersed starts (uniform(-2, 2) on every "
+                         "coordinate; give an init where it is finite and "
+                         "init_strategy='init')") if redraw else ""
+                raise BomcmcError(f"{what} is not finite at {where}{tried}")
         return states
 
     def _put(self, tree):
@@ -135,6 +150,13 @@ class Run:
                           self._put(adapt_state), jnp.asarray(start_iter, i32),
                           jnp.asarray(n_draws, i32), jnp.asarray(thin, i32))
         return jax.block_until_ready(out)
+
+
+def _not_finite(states) -> tuple[np.ndarray, np.ndarray]:
+    """Per chain: (log density not finite, gradient not finite)."""
+    lp = np.asarray(states.logdensity)
+    grad_ok = np.all(np.isfinite(np.asarray(states.logdensity_grad)), axis=-1)
+    return ~np.isfinite(lp), ~grad_ok
 
 
 def _chain_sharding(chains: int):

@@ -10,7 +10,8 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import BomcmcError
-from ..validation import integer
+from ..posterior import INIT_STRATEGIES
+from ..validation import choice, integer
 
 
 @dataclasses.dataclass
@@ -26,6 +27,8 @@ class RunSpec:
     chunk_seconds: float | None = None  # None: every chunk is chunk_size long; else a target
     float64: bool = False
     init_jitter: float = 0.0
+    init_strategy: str = "uniform"  # dispersed starts; "init": every chain at the init
+    init_per_chain: bool = False  # the init held one start per chain (a leading chain axis)
     save_warmup: bool = False
     knobs: dict = dataclasses.field(default_factory=dict)
     adapt: str | None = None
@@ -43,6 +46,7 @@ class RunSpec:
             integer("max_grad", self.max_grad)
         if self.chunk_seconds is not None and not self.chunk_seconds > 0:
             raise BomcmcError(f"chunk_seconds must be positive, got {self.chunk_seconds}")
+        choice("init_strategy", self.init_strategy, INIT_STRATEGIES)
         if not (math.isfinite(self.init_jitter) and self.init_jitter >= 0):
             raise BomcmcError(f"init_jitter must be a non-negative number, got {self.init_jitter}")
 

@@ -19,10 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config import float_dtype
-from ..errors import BomcmcError
-from ..validation import positive_number, whole_number
+from ..validation import inverse_mass, positive_number, whole_number
 from .base import Kernel
-from .integrators import IntegratorState, kinetic_energy, leapfrog
+from .integrators import IntegratorState, kinetic_energy, leapfrog, sample_momentum
 
 MAX_ENERGY_ERROR = 1000.0  # |ΔH| above this is a divergence (Stan's and BlackJAX's default)
 
@@ -36,7 +35,7 @@ class HMCState(NamedTuple):
 class HMCKnobs(NamedTuple):
     step_size: jax.Array  # ε
     num_steps: jax.Array  # L (the maximum when random_steps)
-    inverse_mass_matrix: jax.Array  # diagonal M⁻¹, shape (d,)
+    inverse_mass_matrix: jax.Array  # M⁻¹: diagonal (d,) or dense (d, d)
     random_steps: jax.Array  # bool: draw L_r ~ U{1..L} per transition
 
 
@@ -90,9 +89,7 @@ def step(
     key_p, key_u = jax.random.split(key)
     u_accept, u_steps = jax.random.uniform(key_u, (2,), state.position.dtype)
     inv_mass = knobs.inverse_mass_matrix
-    # p ~ N(0, M): with M = diag(1 / inv_mass)
-    momentum = jax.random.normal(key_p, state.position.shape, state.position.dtype)
-    momentum = momentum / jnp.sqrt(inv_mass)
+    momentum = sample_momentum(key_p, state.position, inv_mass)
     n = trajectory_length(u_steps, knobs)
     start = IntegratorState(state.position, momentum, state.logdensity, state.logdensity_grad)
     end = leapfrog(start, logdensity_fn, knobs.step_size, inv_mass, n)
@@ -128,20 +125,13 @@ def default_knobs(
     steps: int = 10,
     random_steps: bool = False,
     inverse_mass_matrix=None,
+    dense_mass: bool = False,
 ) -> HMCKnobs:
-    """Validated knobs for one chain."""
+    """Validated knobs for one chain. The metric is diagonal unless `dense_mass=True` or a
+    (d, d) `inverse_mass_matrix` is given; the choice fixes the knob's shape for the run."""
     positive_number("step_size", step_size)
     whole_number("steps (L)", steps)
-    if inverse_mass_matrix is None:
-        inv_mass = np.ones((dim,))
-    else:
-        inv_mass = np.asarray(inverse_mass_matrix, dtype=float)
-        if inv_mass.shape != (dim,):
-            raise BomcmcError(
-                f"inverse_mass_matrix must be a diagonal of shape ({dim},), got {inv_mass.shape}"
-            )
-        if not np.all(np.isfinite(inv_mass) & (inv_mass > 0)):
-            raise BomcmcError("inverse_mass_matrix must be positive and finite")
+    inv_mass = inverse_mass(dim, inverse_mass_matrix, dense_mass)
     dtype = float_dtype()
     return HMCKnobs(
         step_size=np.asarray(step_size, dtype),

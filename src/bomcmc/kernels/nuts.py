@@ -30,8 +30,7 @@ from blackjax.mcmc import termination as bj_termination
 from blackjax.mcmc import trajectory as bj_trajectory
 
 from ..config import float_dtype
-from ..errors import BomcmcError
-from ..validation import positive_number, probability, tree_depth
+from ..validation import inverse_mass, positive_number, probability, tree_depth
 from .base import Kernel
 from .hmc import HMCState
 
@@ -168,23 +167,7 @@ def make_knobs(
     positive_number("step_size", step_size)
     tree_depth(max_tree_depth)
     probability("target_accept", target_accept)
-    if inverse_mass_matrix is None:
-        inv_mass = np.eye(dim) if dense_mass else np.ones((dim,))
-    else:
-        inv_mass = np.asarray(inverse_mass_matrix, dtype=float)
-        if dense_mass and inv_mass.shape == (dim,):
-            inv_mass = np.diag(inv_mass)
-        if inv_mass.shape not in ((dim,), (dim, dim)):
-            raise BomcmcError(
-                f"inverse_mass_matrix must have shape ({dim},) or ({dim}, {dim}), "
-                f"got {inv_mass.shape}"
-            )
-        if not np.all(np.isfinite(inv_mass)):
-            raise BomcmcError("inverse_mass_matrix must be finite")
-        if inv_mass.ndim == 1 and not np.all(inv_mass > 0):
-            raise BomcmcError("a diagonal inverse_mass_matrix must be positive")
-        if inv_mass.ndim == 2 and not _is_spd(inv_mass):
-            raise BomcmcError("a dense inverse_mass_matrix must be symmetric positive definite")
+    inv_mass = inverse_mass(dim, inverse_mass_matrix, dense_mass)
     dtype = float_dtype()
     depth = int(max_tree_depth)
     return NUTSKnobs(
@@ -194,16 +177,6 @@ def make_knobs(
         tree_capacity=np.zeros((depth,), np.int8),
         target_accept=np.asarray(target_accept, dtype),
     )
-
-
-def _is_spd(a: np.ndarray) -> bool:
-    if not np.allclose(a, a.T, rtol=1e-10, atol=0.0):
-        return False
-    try:
-        np.linalg.cholesky(a)
-    except np.linalg.LinAlgError:
-        return False
-    return True
 
 
 kernel = Kernel(name="nuts", init=init, step=step, make_knobs=make_knobs)

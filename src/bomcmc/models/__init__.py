@@ -12,7 +12,7 @@ from typing import Callable
 
 from ..errors import BomcmcError
 from ..posterior import Posterior
-from . import gaussians, logistic
+from . import gaussians, hard, logistic
 
 _REGISTRY: dict[str, tuple[Callable[[], Posterior], str]] = {}
 
@@ -57,6 +57,14 @@ for _ds, _desc in [("australian", "n=690, d=15"), ("german", "n=1000, d=25"), ("
                    ("pima", "n=532, d=8"), ("ripley", "n=250, d=7, cubic basis")]:
     register(f"logistic-{_ds}", partial(logistic.girolami, _ds),
              f"Bayesian logistic regression, {_ds} ({_desc}), prior N(0, 100 I)")
+
+register("regression-year", hard.regression_year,
+         "linear regression on an unscaled year, corr(α, β) ≈ −0.9999 (exact moments)")
+register("regression-correlated", hard.regression_correlated,
+         "linear regression, 25 predictors correlated at 0.95 (exact moments)")
+register("gauss-100-corr", hard.gauss_100_corr, "100-d Gaussian, every correlation 0.9")
+register("ridge-2d", hard.ridge_2d, "y ~ N(θ₁ + θ₂, 1): only the sum is identified (exact)")
+register("funnel-10", hard.funnel, "Neal's funnel, v ~ N(0, 9), x | v ~ N(0, e^v), d = 10")
 
 from . import posteriordb as _posteriordb  # noqa: E402
 

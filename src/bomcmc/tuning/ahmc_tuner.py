@@ -37,6 +37,7 @@ The tuner is rebuilt from the options recorded in config.json (`RunSpec.tuner_op
 
 from __future__ import annotations
 
+import math
 
 import jax
 import jax.numpy as jnp
@@ -54,6 +55,29 @@ DEFAULT_M = 10  # transitions per BO step when there is no burn-in (m = ⌊1000/
 EPS_FACTORS = (0.1, 10.0)  # the relative ε box: [ε₀/10, 10 ε₀]
 MASS_WINDOWS = (0.10, 0.25, 0.50)  # metric windows, as fractions of the k burn-in BO steps
 MIN_MASS_STEPS = 10  # fewer burn-in BO steps than this: no metric adaptation
+TRUST = 2.0  # after burn-in, proposals within a factor 2 of the incumbent's ε and L
+AUTO_DENSE_MAX_DIM = 400  # mass="auto" carries a dense metric knob up to this dimension
+DENSE_CONDITION = 10.0  # "auto" goes dense when the correlations' condition number exceeds
+#                         this and what sampling noise alone would give (Marchenko-Pastur)
+
+
+MASSES = ("auto", "diag", "dense", "identity")
+
+
+def needs_dense(cov: np.ndarray, n: int | None) -> bool:
+    """Whether a dense metric pays: the condition number of the correlation matrix of `cov`
+    exceeds DENSE_CONDITION and, for a covariance estimated from n samples, twice what n
+    samples of d independent coordinates would show by chance, ((1 + √(d/n)) / (1 − √(d/n)))²
+    (the Marchenko-Pastur edges); never when n < 2d, where the estimate is mostly noise.
+    n None: `cov` is exact (the inverse Hessian at the mode)."""
+    d = cov.shape[0]
+    if d < 2 or (n is not None and n < 2 * d):
+        return False
+    sd = np.sqrt(np.diag(cov))
+    eig = np.linalg.eigvalsh(cov / np.outer(sd, sd))
+    ratio = 0.0 if n is None else np.sqrt(d / n)
+    chance = ((1 + ratio) / (1 - ratio)) ** 2
+    return bool(eig[0] > 0 and eig[-1] / eig[0] > max(DENSE_CONDITION, 2 * chance))
 
 
 # ---------------------------------------------------------------------------------------
@@ -67,7 +91,9 @@ class AHMCTuner(GPBanditTuner):
     Args:
         warmup, thin: the run's burn-in transitions and thinning (for the chunk lengths).
         bo_steps: k, the BO steps in burn-in (100); the schedule's k is min(k, warmup).
-        mass: "diag" (learn a diagonal metric in burn-in) or "identity" (keep the initial).
+        mass: "auto" (learn a metric in burn-in, dense when the measured correlations call
+            for it and d ≤ AUTO_DENSE_MAX_DIM, else diagonal), "diag", "dense", or
+            "identity" (keep the initial).
         mass_windows: (start, end₁, end₂, …) fractions of the k burn-in BO steps.
         eps_factors: the relative box [f₁ ε₀, f₂ ε₀] when eps_bounds is None.
         logdensity_fn, start_positions: for Stan's step-size heuristic (the relative box).
@@ -77,12 +103,12 @@ class AHMCTuner(GPBanditTuner):
     name = "ahmc"
 
     def __init__(self, *, warmup: int, thin: int = 1, bo_steps: int = BO_STEPS,
-                 mass: str = "diag", mass_windows=MASS_WINDOWS, eps_factors=EPS_FACTORS,
+                 mass: str = "auto", mass_windows=MASS_WINDOWS, eps_factors=EPS_FACTORS,
                  logdensity_fn=None, start_positions=None, **options):
         if options.get("budget") is not None:
             raise ValueError("AHMC sets its chunk lengths from the burn-in (no budget)")
-        if mass not in ("diag", "identity"):
-            raise ValueError(f"mass must be 'diag' or 'identity', got {mass!r}")
+        if mass not in MASSES:
+            raise ValueError(f"mass must be one of {', '.join(MASSES)}, got {mass!r}")
         warmup, thin, bo_steps = int(warmup), max(1, int(thin)), int(bo_steps)
         self.burn_steps = min(bo_steps, warmup)
         self.step_transitions = warmup // self.burn_steps if self.burn_steps else DEFAULT_M
@@ -92,7 +118,9 @@ class AHMCTuner(GPBanditTuner):
         self.relative_box = options.get("eps_bounds") is None
         self.eps_factors = tuple(float(f) for f in eps_factors)
         self.mass = mass
-        self.windows = self._windows(mass_windows) if mass == "diag" else []
+        self.windows = self._windows(mass_windows) if mass != "identity" else []
+        self.dense_knob = False  # whether the metric knob is (d, d); set by initial_knobs
+        self.metric_kind: str | None = None  # "diag" or "dense", once a metric is learned
         self.logdensity_fn = logdensity_fn
         self.start_positions = start_positions
         self.epoch = 0
@@ -143,6 +171,7 @@ class AHMCTuner(GPBanditTuner):
 
     # -- the Tuner protocol ----------------------------------------------------------------
     def initial_knobs(self, knobs):
+        knobs = self._laplace_metric(self._shape_metric(knobs))
         if self.relative_box and self.start_positions is not None:
             self._recentre(self.start_positions, np.asarray(knobs.inverse_mass_matrix)[0],
                            float(np.mean(np.asarray(knobs.step_size))))
@@ -173,24 +202,93 @@ class AHMCTuner(GPBanditTuner):
             self._welford_add(np.asarray(chunk["positions"], np.float64))
         entry = self.observe(chunk)
         entry["epoch"] = self.epoch
+        entry["incumbent"] = False
         if collect and self.i in self.windows[1:]:
             knobs = self._new_metric(knobs, chunk)  # no proposal: the GP starts afresh
+        elif phase == WARMUP and self.i == self.burn_steps and self.gp.n_obs > 0:
+            # Burn-in's exploration ends: sampling starts from the incumbent, not from a last
+            # exploratory proposal nobody has tried (docs/tuning.md, "Robust defaults").
+            self.point = self.incumbent()
+            entry["incumbent"] = True
         else:
             self.move(entry)
         self.history.append(entry)
         return self._apply(knobs)
 
+    def search_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """After burn-in, proposals stay within a factor TRUST of the incumbent in ε and in L
+        (inside the box): vanishing adaptation refines the setting burn-in found instead of
+        spending super-transitions on settings far from it, where a step size too large for
+        the posterior diverges (docs/tuning.md, "Robust defaults")."""
+        lower, upper = self.lower, self.upper
+        if self.i <= self.burn_steps or self.gp.n_obs == 0:
+            return lower, upper
+        log_eps, steps = self.incumbent()
+        lo = np.array([log_eps - math.log(TRUST), steps / TRUST])
+        hi = np.array([log_eps + math.log(TRUST), steps * TRUST])
+        return np.maximum(lower, lo), np.minimum(upper, np.maximum(hi, lower))
+
     # -- the metric ------------------------------------------------------------------------
+    def _shape_metric(self, knobs):
+        """Give the metric knob its run-long shape: (chains, d, d) for mass "dense", and for
+        "auto" up to AUTO_DENSE_MAX_DIM (a diagonal metric then sits in a dense knob); the
+        executable is compiled with this shape, so choosing later never recompiles."""
+        inv = np.asarray(knobs.inverse_mass_matrix)
+        d = inv.shape[-1]
+        self.dense_knob = inv.ndim == 3 or self.mass == "dense" or (
+            self.mass == "auto" and d <= AUTO_DENSE_MAX_DIM)
+        if self.dense_knob and inv.ndim == 2:
+            dense = np.einsum("cd,de->cde", inv, np.eye(d, dtype=inv.dtype))
+            knobs = knobs._replace(inverse_mass_matrix=dense)
+        return knobs
+
+    def _laplace_metric(self, knobs):
+        """With a dense knob, start from the Laplace approximation: M⁻¹ = the inverse of the
+        negative Hessian of log π averaged over the chains' starts (the points L-BFGS reached
+        towards the mode), dense when its correlations call for it (`needs_dense`), else its
+        diagonal; burn-in's windows then refine it. Left alone where that Hessian is not
+        positive definite or cannot be computed."""
+        if not self.dense_knob or self.mass == "identity" or self.logdensity_fn is None \
+                or self.start_positions is None:
+            return knobs
+        try:
+            hess = jax.jit(jax.vmap(jax.hessian(self.logdensity_fn)))(
+                jnp.asarray(self.start_positions))
+            h = -np.mean(np.asarray(hess, np.float64), axis=0)
+            cov = np.linalg.inv(0.5 * (h + h.T))
+            np.linalg.cholesky(cov)
+        except Exception:  # noqa: BLE001 - no Hessian, a singular or indefinite one
+            return knobs
+        if not np.all(np.isfinite(cov)):
+            return knobs
+        self.metric_kind = "dense" if self.mass == "dense" or needs_dense(cov, None) else "diag"
+        inv = cov if self.metric_kind == "dense" else np.diag(np.diag(cov))
+        inv = inv / np.linalg.eigvalsh(inv)[0]
+        old = np.asarray(knobs.inverse_mass_matrix)
+        return knobs._replace(inverse_mass_matrix=np.broadcast_to(
+            inv.astype(old.dtype), old.shape).copy())
+
     def _welford_add(self, x: np.ndarray) -> None:
         """Merge a batch (chains, n, d) into (count, mean, M2), pooled over chains."""
-        self.welford = welford_merge(self.welford, x.reshape(-1, x.shape[-1]))
+        self.welford = welford_merge(self.welford, x.reshape(-1, x.shape[-1]),
+                                     dense=self.dense_knob)
 
     def metric(self) -> np.ndarray:
-        """Stan's regularised variance (n/(n+5)) Σ̂ + 10⁻³ (5/(n+5)), over its minimum."""
+        """Stan's regularised (co)variance (n/(n+5)) Σ̂ + 10⁻³ (5/(n+5)) I, over its smallest
+        eigenvalue; diagonal or dense as `metric_kind` (chosen at the first update)."""
         n, _, m2 = self.welford
-        var = m2 / max(n - 1, 1)
-        reg = stan_regularize(var, n)
-        return reg / reg.min()
+        cov = m2 / max(n - 1, 1)
+        if cov.ndim == 1:
+            reg = stan_regularize(cov, n)
+            return reg / reg.min()
+        if self.metric_kind is None:
+            self.metric_kind = ("dense" if self.mass == "dense" or needs_dense(cov, n)
+                                else "diag")
+        if self.metric_kind == "diag":
+            reg = np.diag(stan_regularize(np.diag(cov), n))
+        else:
+            reg = stan_regularize(cov, n, np.eye(cov.shape[0]))
+        return reg / np.linalg.eigvalsh(reg)[0]
 
     def _new_metric(self, knobs, chunk):
         inv = self.metric()
@@ -214,6 +312,8 @@ class AHMCTuner(GPBanditTuner):
         state["welford"] = None if self.welford is None else {
             "n": int(self.welford[0]), "mean": self.welford[1].tolist(),
             "m2": self.welford[2].tolist()}
+        state["metric_kind"] = self.metric_kind
+        state["dense_knob"] = self.dense_knob
         return state
 
     def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
@@ -223,6 +323,8 @@ class AHMCTuner(GPBanditTuner):
         w = state.get("welford")
         self.welford = None if w is None else (int(w["n"]), np.asarray(w["mean"], float),
                                                np.asarray(w["m2"], float))
+        self.metric_kind = state.get("metric_kind")
+        self.dense_knob = bool(state.get("dense_knob", False))
 
 
 # ---------------------------------------------------------------------------------------
@@ -231,7 +333,7 @@ class AHMCTuner(GPBanditTuner):
 TUNER_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "schedule", "acquisition", "mass",
                  "bo_steps", "mass_windows", "eps_factors", "start", "adapt_in_sampling")
 _CHOICES = {"reward": ("esjd", "ess", "acf"), "schedule": ("inverse_sqrt", "exponential", "power"),
-            "acquisition": ("ucb", "ei"), "mass": ("diag", "identity"),
+            "acquisition": ("ucb", "ei"), "mass": MASSES,
             "start": ("corner", "center", "knobs")}
 ACF_MIN_DRAWS = 26  # the "acf" reward's l_min
 
@@ -248,9 +350,6 @@ def validate_options(options: dict) -> dict:
         opts["steps_bounds"] = pair("steps_bounds", opts["steps_bounds"], integer=True)
     if "eps_factors" in opts:
         opts["eps_factors"] = pair("eps_factors", opts["eps_factors"])
-    if opts.get("mass") == "dense":
-        raise BomcmcError("mass='dense' is not available: the HMC kernel takes a diagonal "
-                          "inverse mass matrix (use mass='diag')")
     for k, allowed in _CHOICES.items():
         if k in opts:
             choice(k, opts[k], allowed,

@@ -320,15 +320,20 @@ class GPBanditTuner(Tuner):
         return u_and_grad
 
     def propose(self, p: float) -> tuple[float, int]:
-        """argmax_box u(γ) by DIRECT + L-BFGS-B (analytic gradient), snapped to the box and
-        an integer L."""
+        """argmax u(γ) over the search region (`search_box`) by DIRECT + L-BFGS-B (analytic
+        gradient), snapped to the box and an integer L."""
         from . import acquisition
 
+        lower, upper = self.search_box()
         with _one_blas_thread():
-            x, _ = acquisition.maximize(self.acquisition_fn(p), self.lower, self.upper,
+            x, _ = acquisition.maximize(self.acquisition_fn(p), lower, upper,
                                         maxfun=self.maxfun, polish=self.polish,
                                         value_and_grad=self.acquisition_fn(p, grad=True))
         return self._snap(x)
+
+    def search_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where proposals are sought: the whole box (subclasses may narrow it)."""
+        return self.lower, self.upper
 
     def incumbent(self) -> tuple[float, int]:
         """The observed γ with the highest posterior mean."""

@@ -35,10 +35,17 @@ def esjd(chunk: dict) -> float:
     The authors' code sums over the block; here the sum is divided by the number of
     transitions (for readability; it does not change which γ wins) and averaged over
     chains. A non-finite contribution counts as 0 (the authors' code, as republished with
-    NaN guards, skips NaNs in the sum)."""
+    NaN guards, skips NaNs in the sum). A super-transition in which any transition diverged
+    scores 0: a divergence means the integrator is unstable somewhere the chains go, which
+    biases the draws (Betancourt 2017), so such a setting is worth nothing however far its
+    other transitions jumped (docs/tuning.md, "Robust defaults")."""
     jumps = _info(chunk, "esjd")  # a·||x* − x||², recorded by the HMC kernel
     if jumps.size == 0:
         return float("nan")
+    info = chunk["info"]
+    if ("diverging" in info if isinstance(info, dict) else hasattr(info, "diverging")) \
+            and np.any(_info(chunk, "diverging")):
+        return 0.0
     jumps = np.where(np.isfinite(jumps), jumps, 0.0)
     return float(jumps.mean() / np.sqrt(float(chunk["num_steps"])))
 

@@ -103,7 +103,8 @@ class TwoPhaseTuner(AHMCTuner):
                  resampling: str = "systematic", reward="acf", acquisition: str = "ei",
                  start: str = "center", signal_var: float = SIGNAL_VAR,
                  noise_var: float = NOISE_VAR,
-                 lengthscale_factor: float = LENGTHSCALE_FACTOR, **options):
+                 lengthscale_factor: float = LENGTHSCALE_FACTOR, mass: str = "diag",
+                 **options):
         warmup = int(warmup)
         if warmup < 1:
             raise ValueError("the two-phase tuner adapts in warm-up: it needs warmup >= 1")
@@ -127,7 +128,7 @@ class TwoPhaseTuner(AHMCTuner):
                              "frozen after warm-up)")
         if bo_steps is None:
             bo_steps = default_bo_steps(warmup, reward)
-        super().__init__(warmup=warmup, thin=thin, bo_steps=bo_steps, reward=reward,
+        super().__init__(warmup=warmup, thin=thin, bo_steps=bo_steps, reward=reward, mass=mass,
                          acquisition=acquisition, start=start, signal_var=signal_var,
                          noise_var=noise_var, lengthscale_factor=lengthscale_factor,
                          adapt_in_sampling=False, **options)

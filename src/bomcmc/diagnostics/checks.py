@@ -1,0 +1,265 @@
+"""Warnings for a run that went wrong: one line per problem, each naming the quantity, its
+value, the threshold and what to try.
+
+The thresholds are those Stan and ArviZ use:
+
+- divergent transitions after warm-up: any is worth a warning (Stan, whose guide to its
+  runtime warnings is listed under "Stan" in docs/references.md; Betancourt 2017: a
+  divergence means the integrator met curvature it cannot follow, and the draws may be
+  biased);
+- rank-normalised split R-hat above 1.01 on any coordinate (Vehtari et al. 2021; the bound
+  Stan and ArviZ's `rhat`, Kumar et al. 2019, recommend);
+- bulk or tail ESS under 100 per chain, i.e. under 100 × chains (Vehtari et al. 2021: 400
+  for four chains; Stan's bound);
+- NUTS trees at their maximum depth (the run's `max_tree_depth`, Stan's default 10; Hoffman &
+  Gelman 2014) in more than 1 % of sampling transitions. Stan reports any such transition;
+  a handful in a long run costs efficiency, not correctness, so bomcmc warns above 1 %;
+- E-BFMI under 0.3 in any chain (Betancourt 2016, Betancourt 2017 §6.1; the advice of Stan
+  and of ArviZ's `bfmi`, Kumar et al. 2019), from `sample_stats.energy` (for `hmc` the
+  energy at the start of each transition, for NUTS at its end: either way consecutive
+  differences are the energy changes of momentum resampling);
+- mean acceptance under 0.05 or over 0.995: bomcmc's own bounds for a sampler that (almost)
+  never or always accepts, whose step size is far from useful;
+- a chain that never moved: every draw equal to the chain's first.
+
+A coordinate that is constant within every chain has no defined ESS (ArviZ reports the number
+of draws for constant input, or a small number when the chains sit at different values): the
+checks count it as ESS 0, and `summarize` reports NaN for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import warnings
+
+import numpy as np
+
+RHAT_MAX = 1.01
+ESS_PER_CHAIN_MIN = 100
+TREE_DEPTH_SHARE_MAX = 0.01
+EBFMI_MIN = 0.3
+ACCEPT_MIN = 0.05
+ACCEPT_MAX = 0.995
+
+
+class SamplingWarning(UserWarning):
+    """A finished run whose diagnostics say its draws should not be trusted as they are
+    (divergences, R-hat, low ESS, saturated NUTS trees, low E-BFMI, extreme acceptance,
+    chains that never moved)."""
+
+
+@contextlib.contextmanager
+def quiet():
+    """ArviZ and numpy warn on 0/0 (constant chains, too few draws) where the result is NaN."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def convergence(idata) -> dict:
+    """ArviZ's bulk and tail ESS, MCSE of the mean and rank-normalised split R-hat (None for
+    one chain) of the posterior group, as Datasets."""
+    import arviz as az
+
+    with quiet():
+        n_chains = idata.posterior.sizes.get("chain", 1)
+        return {
+            "ess_bulk": az.ess(idata, method="bulk"),
+            "ess_tail": az.ess(idata, method="tail"),
+            "mcse_mean": az.mcse(idata, method="mean"),
+            "r_hat": az.rhat(idata) if n_chains > 1 else None,
+        }
+
+
+def frozen(posterior) -> dict[str, np.ndarray]:
+    """Per variable, a boolean array over its coordinates: True where every chain stays at its
+    first draw (NaN counts as equal to NaN); all False with fewer than two draws."""
+    out = {}
+    for name in posterior.data_vars:
+        x = np.asarray(posterior[name].values, dtype=float)  # (chain, draw, ...)
+        first = x[:, :1]
+        same = (x == first) | (np.isnan(x) & np.isnan(first))
+        out[name] = same.all(axis=(0, 1)) & (x.shape[1] >= 2)
+    return out
+
+
+def stuck_chains(posterior) -> list[int]:
+    """Indices of the chains whose every draw equals their first (all variables)."""
+    if posterior.sizes.get("draw", 0) < 2:
+        return []
+    n_chains = posterior.sizes.get("chain", 1)
+    moved = np.zeros(n_chains, bool)
+    for name in posterior.data_vars:
+        x = np.asarray(posterior[name].values, dtype=float).reshape(
+            n_chains, posterior.sizes["draw"], -1)
+        first = x[:, :1]
+        differ = (x != first) & ~(np.isnan(x) & np.isnan(first))
+        moved |= differ.any(axis=(1, 2))
+    return [int(c) for c in np.flatnonzero(~moved)]
+
+
+def check_run(idata, totals: dict | None = None, figures: dict | None = None) -> list[str]:
+    """One-line messages, one per problem the run's diagnostics show; [] for a healthy run.
+
+    `totals` (as `sample` returns them) is used only where `sample_stats` lacks a quantity
+    (divergences, mean acceptance); by default they are read from the InferenceData.
+    `figures`: what `convergence(idata)` returned, if already computed (`summarize` shares
+    them)."""
+    conv = figures if figures is not None else convergence(idata)
+    with quiet():
+        if totals is None:
+            attrs = idata.posterior.attrs
+            totals = json.loads(attrs["totals"]) if "totals" in attrs else {}
+        ss = idata.sample_stats if "sample_stats" in idata.groups() else None
+        post = idata.posterior
+        still = frozen(post)
+        msgs = [
+            _divergences(ss, totals),
+            _rhat(conv, still),
+            _ess(conv, still, post.sizes.get("chain", 1)),
+            _tree_depth(ss, post.attrs),
+            _ebfmi(idata, ss),
+            _acceptance(ss, totals),
+            _stuck(post),
+        ]
+    return [m for m in msgs if m]
+
+
+def _stat(ss, name: str) -> np.ndarray | None:
+    if ss is None or name not in ss.data_vars:
+        return None
+    return np.asarray(ss[name].values)
+
+
+def _divergences(ss, totals: dict) -> str | None:
+    div = _stat(ss, "diverging")
+    if div is not None:
+        n, total = int(np.sum(div.astype(bool))), int(div.size)
+    else:
+        n = int(totals.get("divergences") or 0)
+        total = int((totals.get("chains") or 0) * (totals.get("draws") or 0))  # draws per chain
+    if n == 0:
+        return None
+    share = f" ({n / total:.1%} of {total} draws)" if total > 0 else ""
+    return (f"{n} divergent transitions after warm-up{share} > 0 (Stan warns on any): the "
+            "integrator met curvature it cannot follow and the draws may be biased; try a "
+            "smaller step size (or a higher target_accept, e.g. 0.95, with adapt='window', "
+            "--adapt window), or reparameterise the posterior")
+
+
+def _coords(ds, still: dict) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(the values of every coordinate of every variable, flat; whether each never moved;
+    their labels)."""
+    values, fixed, labels = [], [], []
+    for name in ds.data_vars:
+        v = np.asarray(ds[name].values, dtype=float)
+        values.append(v.ravel())
+        fixed.append(np.broadcast_to(still[name], v.shape).ravel())
+        labels += ([name] if v.ndim == 0 else
+                   [f"{name}[{','.join(map(str, i))}]" for i in np.ndindex(v.shape)])
+    if not values:
+        return np.zeros(0), np.zeros(0, bool), []
+    return np.concatenate(values), np.concatenate(fixed), labels
+
+
+def _rhat(conv: dict, still: dict) -> str | None:
+    if conv.get("r_hat") is None:
+        return None
+    r, fixed, labels = _coords(conv["r_hat"], still)
+    # a coordinate that never moved (R-hat 0/0 or x/0) is reported by the ESS and stuck-chain
+    # checks, not as an R-hat of 1e16
+    bad = (r > RHAT_MAX) & ~fixed
+    if not bad.any():
+        return None
+    worst = int(np.nanargmax(np.where(bad, r, -np.inf)))
+    return (f"R-hat {r[worst]:.3g} > {RHAT_MAX} (rank-normalised split R-hat; Vehtari et al. "
+            f"2021) on {int(bad.sum())} of {r.size} coordinates (worst: {labels[worst]}): the "
+            "chains disagree and have not mixed; run a longer warm-up and more draws, or look "
+            "for multimodality or a badly scaled posterior")
+
+
+def _ess(conv: dict, still: dict, n_chains: int) -> str | None:
+    threshold = ESS_PER_CHAIN_MIN * n_chains
+    parts, n_bad, n = [], None, 0
+    for kind in ("bulk", "tail"):
+        e, fixed, labels = _coords(conv[f"ess_{kind}"], still)
+        e = np.where(fixed, 0.0, e)  # a coordinate that never moved: no effective draws
+        low = e < threshold
+        n = e.size
+        n_bad = low if n_bad is None else (n_bad | low)
+        if low.any():
+            worst = int(np.nanargmin(np.where(low, e, np.inf)))
+            parts.append(f"{kind} ESS min {e[worst]:.3g} ({labels[worst]})")
+    if not parts:
+        return None
+    return (f"{', '.join(parts)} < {threshold} (100 per chain × {n_chains} chains; Vehtari et "
+            f"al. 2021) on {int(n_bad.sum())} of {n} coordinates: the chains are too short or "
+            "mix too slowly for reliable estimates; run more draws, or tune the sampler "
+            "(step size, trajectory length, a warm-up adaptation, or sampler='nuts', "
+            "--sampler nuts)")
+
+
+def _tree_depth(ss, attrs) -> str | None:
+    depth = _stat(ss, "tree_depth")
+    if depth is None or depth.size == 0:
+        return None
+    from ..kernels.nuts import DEFAULT_MAX_TREE_DEPTH
+
+    max_depth = DEFAULT_MAX_TREE_DEPTH
+    try:
+        knobs = json.loads(attrs["config"]).get("knobs") or {}
+        max_depth = int(knobs.get("max_tree_depth", max_depth))
+    except (KeyError, TypeError, ValueError):
+        pass
+    share = float(np.mean(depth >= max_depth))
+    if share <= TREE_DEPTH_SHARE_MAX:
+        return None
+    return (f"NUTS tree depth at its maximum {max_depth} in {share:.1%} of sampling "
+            f"transitions > {TREE_DEPTH_SHARE_MAX:.0%}: trajectories were cut short before "
+            "they turned; raise max_tree_depth (--max-tree-depth), or use a dense metric "
+            "(dense_mass=True, --dense-mass) or reparameterise the posterior")
+
+
+def _ebfmi(idata, ss) -> str | None:
+    energy = _stat(ss, "energy")
+    if energy is None or energy.ndim != 2 or energy.shape[1] < 2:
+        return None
+    import arviz as az
+
+    bfmi = np.asarray(az.bfmi(idata), dtype=float)
+    low = np.flatnonzero(bfmi < EBFMI_MIN)
+    if low.size == 0:
+        return None
+    return (f"E-BFMI {np.min(bfmi[low]):.3g} < {EBFMI_MIN} (Betancourt 2016) in chain(s) "
+            f"{', '.join(map(str, low))}: momentum resampling explores the energy poorly "
+            "(heavy tails or a badly adapted metric); try a longer warm-up, a dense metric "
+            "(dense_mass=True, --dense-mass), or reparameterise the posterior")
+
+
+def _acceptance(ss, totals: dict) -> str | None:
+    acc = _stat(ss, "acceptance_rate")
+    mean = float(np.nanmean(acc)) if acc is not None and acc.size else totals.get("accept_mean")
+    if mean is None or not np.isfinite(mean):
+        return None
+    if mean < ACCEPT_MIN:
+        return (f"mean acceptance {mean:.3g} < {ACCEPT_MIN}: almost every proposal was "
+                "rejected; reduce the step size (or let the warm-up adapt it: adapt='window', "
+                "--adapt window)")
+    if mean > ACCEPT_MAX:
+        return (f"mean acceptance {mean:.4f} > {ACCEPT_MAX}: almost every proposal was "
+                "accepted, so the step size is probably far too small and the chains crawl; "
+                "increase the step size (or let the warm-up adapt it: adapt='window', "
+                "--adapt window)")
+    return None
+
+
+def _stuck(post) -> str | None:
+    stuck = stuck_chains(post)
+    if not stuck:
+        return None
+    n = post.sizes.get("chain", 1)
+    return (f"{len(stuck)} of {n} chains never moved (chain{'s' if len(stuck) > 1 else ''} "
+            f"{', '.join(map(str, stuck))}: every draw equals the chain's first): the sampler "
+            "rejected every proposal, or the log density is flat or not finite there; reduce "
+            "the step size, and check the log density at the initial point")
