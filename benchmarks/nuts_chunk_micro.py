@@ -6,8 +6,9 @@ For each posterior: bomcmc's window warm-up (one compiled chunk of `--warmup` tr
 gives the post-warm-up states and knobs; then `--draws` sampling transitions run with
 bomcmc's key scheme (transition t of chain c uses fold_in(key_c, t)) in
 
-- `bomcmc chunk`: the driver's compiled chunk (`run._Run.run_chunk`, as `bomcmc.sample` calls it);
-- `async chunk`: the same for sampler "nuts_async" (`samplers/nuts_machine.py`: one leapfrog
+- `bomcmc chunk`: the driver's compiled chunk (`driver.engine.Run.run_chunk`, as `bomcmc.sample`
+  calls it);
+- `async chunk`: the same for sampler "nuts_async" (`kernels/nuts_machine.py`: one leapfrog
   step of every chain per loop iteration, so chains do not wait for each other's trees);
 - `nuts.step scan`: `vmap(bomcmc.kernels.nuts.step)` in a bare `lax.scan` (positions out);
 - `blackjax scan`: `vmap(blackjax.nuts.build_kernel())` in a bare `lax.scan`, the loop

@@ -1,8 +1,9 @@
 """Where the AHMC tuner's host time goes inside a run (docs/tuning.md, docs/logistic_ess.md).
 
 Runs `bomcmc.sample(sampler="ahmc")` on a logistic regression with the logistic benchmark's
-settings (10 chains, 1000 + 5000, float64, ε ∈ [0.01, 0.2], L ∈ {1..100}; seed 002 §5.1)
-and times, in this process only, the tuner's methods, the GP's, DIRECT and the polish.
+settings (10 chains, 1000 + 5000, float64, ε ∈ [0.01, 0.2], L ∈ {1..100}; Wang, Mohamed &
+de Freitas 2013 §5.1) and times, in this process only, the tuner's methods, the GP's, DIRECT
+and the polish.
 
     python benchmarks/tuner_breakdown.py --dataset heart
     python benchmarks/tuner_breakdown.py --dataset heart --no-blas-limit   # BLAS threads on

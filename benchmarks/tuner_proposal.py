@@ -2,9 +2,9 @@
 number of distinct GP points (docs/tuning.md, "Measured").
 
 A GP over the logistic benchmark's box (ε ∈ [0.01, 0.2] on a log scale, L ∈ {1, …, 100};
-seed 002 §5.1) is filled with n distinct points of a smooth synthetic reward plus noise, and
-`GPBanditTuner.propose` is timed from a fresh factorisation, as in a run (every proposal
-follows a new observation). Reported: the median and the minimum over blocks of
+Wang, Mohamed & de Freitas 2013 §5.1) is filled with n distinct points of a smooth synthetic
+reward plus noise, and `GPBanditTuner.propose` is timed from a fresh factorisation, as in a
+run (every proposal follows a new observation). Reported: the median and the minimum over blocks of
 `--calls` proposals, in ms per proposal, wall and CPU.
 
     python benchmarks/tuner_proposal.py                 # n = 10 50 100 140 200 400

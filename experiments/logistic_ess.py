@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""ESS per leapfrog step on Bayesian logistic regression: seed 002 (Wang, Mohamed & de
-Freitas 2013) §5.1, Fig. 2 (top row: AHMC against NUTS).
+"""ESS per leapfrog step on Bayesian logistic regression: Wang, Mohamed & de Freitas 2013
+§5.1, Fig. 2 (top row: AHMC against NUTS).
 
     python experiments/logistic_ess.py --out docs --seeds 1
 
@@ -12,6 +12,8 @@ leapfrog step. Here, for every (data set, sampler, seed), one run of `--chains` 
 - ahmc            bomcmc's AHMC (`sampler="ahmc"`) with the paper's box, `eps_bounds=(0.01,
                   0.2)`, `steps_bounds=(1, 100)`, and our default diagonal metric learned in
                   burn-in (`mass="diag"`);
+- ahmc-auto       the same with the default metric (`mass="auto"`: the Laplace start, dense
+                  when the correlations call for it);
 - ahmc-identity   the same with the identity metric (`mass="identity"`), i.e. the paper's
                   sampler;
 - nuts            bomcmc's NUTS with Stan's window warm-up (`benchmarks/run.py`'s
@@ -22,7 +24,7 @@ leapfrog step. Here, for every (data set, sampler, seed), one run of `--chains` 
 Starting points: bomcmc's built-in initializer for these posteriors, β ~ U(−2, 2)^d
 independently per chain (Stan's default), drawn with key fold_in(PRNGKey(seed), 0); every
 sampler gets the same points for a seed. AHMC then moves each chain by at most 100 L-BFGS
-iterations towards the mode (the authors' step 0, `samplers.ahmc.find_mode`); this script
+iterations towards the mode (the authors' step 0, `kernels.ahmc.find_mode`); this script
 counts those evaluations (`count_mode_evals`, a copy of `find_mode` that sums the line
 search's steps) and adds them to AHMC's adaptation cost.
 
@@ -61,13 +63,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # benchmarks/ (a package at the repository root)
 
 DATASETS = ("australian", "german", "heart", "pima", "ripley")
-SAMPLERS = ("ahmc", "ahmc-identity", "nuts", "numpyro-nuts")
-EPS_BOUNDS = (0.01, 0.2)  # seed 002 §5.1
+SAMPLERS = ("ahmc", "ahmc-identity", "ahmc-auto", "nuts", "numpyro-nuts")
+EPS_BOUNDS = (0.01, 0.2)  # Wang, Mohamed & de Freitas 2013 §5.1
 STEPS_BOUNDS = (1, 100)
 BEGIN, END = "<!-- BEGIN GENERATED (experiments/logistic_ess.py) -->", "<!-- END GENERATED -->"
 LABELS = {"ahmc": "AHMC (diag metric)", "ahmc-identity": "AHMC (identity, paper)",
+          "ahmc-auto": "AHMC (auto metric: dense from the Laplace start)",
           "nuts": "bomcmc NUTS", "numpyro-nuts": "NumPyro NUTS"}
-COLORS = {"ahmc": "tab:red", "ahmc-identity": "tab:orange", "nuts": "tab:blue",
+COLORS = {"ahmc": "tab:red", "ahmc-identity": "tab:orange", "ahmc-auto": "tab:purple",
+          "nuts": "tab:blue",
           "numpyro-nuts": "tab:green"}
 
 
@@ -228,7 +232,7 @@ def capture_benchmark_arrays():
 # AHMC's mode search, counted
 # ---------------------------------------------------------------------------------------
 def count_mode_evals(starts, logdensity_fn):
-    """(points, evaluations per chain) of `samplers.ahmc.find_mode` from each start: the same
+    """(points, evaluations per chain) of `kernels.ahmc.find_mode` from each start: the same
     optax L-BFGS with backtracking line search, counting one gradient-equivalent evaluation
     for the first value_and_grad and one per line-search step (each is `jax.linearize` of the
     log density, the accepted step's gradient a transpose of it)."""
@@ -456,8 +460,8 @@ def make_figure(result: dict, path: Path) -> None:
                loc="outside lower center", ncol=len(samplers) + 1)
     m = result["meta"]
     fig.suptitle(f"Bayesian logistic regression, {m['chains']} chains × {m['draws']} draws after "
-                 f"{m['warmup']} warm-up, seeds {m['seeds']} (seed 002 Fig. 2 top row); boxes: "
-                 "per-chain ESS, over chains and seeds")
+                 f"{m['warmup']} warm-up, seeds {m['seeds']} (Wang, Mohamed & de Freitas 2013, "
+                 "Fig. 2 top row); boxes: per-chain ESS, over chains and seeds")
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -536,7 +540,7 @@ def render_questions(result: dict) -> list[str]:
         L.append(f"| {ds} | " + " | ".join(cells) + " |")
     L.append("")
     verdict = {}
-    for a in ("ahmc", "ahmc-identity"):
+    for a in ("ahmc", "ahmc-identity", "ahmc-auto"):
         if a not in samplers or "nuts" not in samplers:
             continue
         for key, label in (("ess_per_grad", "sampling phase"),
@@ -571,7 +575,7 @@ def render_questions(result: dict) -> list[str]:
             L.append(f"- {LABELS[a]} vs NumPyro NUTS, sampling phase: higher on {wins} of "
                      f"{len(datasets)} ({', '.join(ratios)}).")
     L.append("")
-    for a in ("ahmc", "ahmc-identity"):
+    for a in ("ahmc", "ahmc-identity", "ahmc-auto"):
         if (a, "ess_per_grad") in verdict:
             ok = verdict[(a, "ess_per_grad")] >= min(4, len(datasets))
             L.append(f"Paper's claim (AHMC's min ESS/L above NUTS's on ≥ 4 of 5) with "
@@ -588,7 +592,7 @@ def render_questions(result: dict) -> list[str]:
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     fr = []
     for ds in datasets:
-        for s in ("ahmc", "ahmc-identity"):
+        for s in ("ahmc", "ahmc-identity", "ahmc-auto"):
             for r in runs_of(result, ds, s):
                 t = r["tuner"]
                 fr.append(t["fraction_of_run"])
@@ -615,9 +619,10 @@ def write_doc(result: dict, out: Path, fig: Path, js: Path) -> Path:
             pre, rest = text.split(BEGIN, 1)
             path.write_text(pre + block + rest.split(END, 1)[1])
             return path
-    path.write_text("# ESS per leapfrog step on Bayesian logistic regression (seed 002 §5.1, "
-                    "Fig. 2)\n\nGenerated by `experiments/logistic_ess.py` between the "
-                    "markers; text outside them is kept.\n\n" + block + "\n")
+    path.write_text("# ESS per leapfrog step on Bayesian logistic regression (Wang, Mohamed & "
+                    "de Freitas 2013 §5.1, Fig. 2)\n\nGenerated by "
+                    "`experiments/logistic_ess.py` between the markers; text outside them is "
+                    "kept.\n\n" + block + "\n")
     return path
 
 
@@ -684,7 +689,8 @@ def from_json(path: Path, out: Path, no_doc: bool = False) -> int:
 # Main
 # ---------------------------------------------------------------------------------------
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="ESS per leapfrog step, seed 002 §5.1 / Fig. 2")
+    p = argparse.ArgumentParser(
+        description="ESS per leapfrog step, Wang, Mohamed & de Freitas 2013 §5.1 / Fig. 2")
     p.add_argument("--datasets", default=",".join(DATASETS))
     p.add_argument("--samplers", default=",".join(SAMPLERS),
                    help=f"comma-separated, from {', '.join(SAMPLERS)}")
@@ -788,6 +794,8 @@ def main(argv=None) -> int:
                         raw = run_ahmc(ctx, seed, "diag", probe)
                     elif s == "ahmc-identity":
                         raw = run_ahmc(ctx, seed, "identity", probe)
+                    elif s == "ahmc-auto":
+                        raw = run_ahmc(ctx, seed, "auto", probe)
                     elif s == "nuts":
                         raw = run_nuts(ctx, seed, probe)
                     else:

@@ -1,28 +1,30 @@
 #!/usr/bin/env python
-"""Robot-arm regression at equal leapfrog budgets: seed 000 §4.1, Table 4.1.
+"""Robot-arm regression at equal leapfrog budgets: Wang 2012 §4.1, Table 4.1.
 
     python experiments/robot_arm.py --budget paper --seeds 3 --out docs
-    python experiments/robot_arm.py --budget default --seeds 3 --methods ahmc-cv,neal,nuts
+    python experiments/robot_arm.py --budget default --seeds 3 --methods ahmc_cv,neal_gibbs,nuts
 
 MacKay's data (rows 1–200 train, 401–600 test), a 2-16-2 tanh network with Neal's
-hierarchical priors (SPECS §E.5: `ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1 bo 1`, noise `0.1:0.1`),
-one chain per run, every method started from the same Adam MAP pre-training (2000 steps,
-sigmas fixed at 0.5: FBM's `net-gen fix 0.5` plus its fixed-hyperparameter warm-up), the same
-leapfrog budget per run (`bomcmc demo`'s budgets: super-transitions × steps), and the first third
-of the budget discarded:
+hierarchical priors (Wang's thesis-era code for Wang 2012, `robot_arm.py`:
+`ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1 bo 1`, noise `0.1:0.1`), one chain per run, every method
+started from the same Adam MAP pre-training (2000 steps, sigmas fixed at 0.5: FBM's
+`net-gen fix 0.5` plus its fixed-hyperparameter warm-up), the same leapfrog budget per run
+(`bomcmc demo`'s budgets: super-transitions × steps), and the first third of the budget
+discarded:
 
-- `ahmc-cv`: adaptive HMC (Neal's Gibbs-within-HMC transition, (η, L) tuned by the GP bandit
+- `ahmc_cv`: adaptive HMC (Neal's Gibbs-within-HMC transition, (η, L) tuned by the GP bandit
   on the 8-fold CV reward, box η ∈ [0.01, 1.01], L ∈ [20, L_max]); 8 networks, each spending
-  the full budget, predictions pooled (seed 000 §3.2, §4.1);
-- `neal`: Neal's scheme with hand-set η and L. Neal's own robot-arm settings are lost
-  (SPECS §E.5 "MISSING"); we use the starting point of Wang's FBM runs, L = 500, η = 0.1
-  (SPECS §E.5), with FBM's `sample-sigmas` Gibbs updates every transition;
-- `neal-fbm`: the same with FBM's generic recipe `hybrid 2000 0.5` (SPECS §E.4 step 3);
+  the full budget, predictions pooled (Wang 2012 §3.2, §4.1);
+- `neal_gibbs`: Neal's scheme with hand-set η and L. Neal's own robot-arm settings are lost;
+  we use the starting point of Wang's FBM runs, L = 500, η = 0.1 (Wang's thesis-era
+  code, `robot_arm.py`), with FBM's `sample-sigmas` Gibbs updates every transition;
+- `neal_gibbs_fbm`: the same with the third step of FBM's generic recipe, `hybrid 2000 0.5`;
 - `nuts`: NUTS on the joint posterior of (log τ, w), Stan's warm-up (300 transitions);
-- `nuts-gibbs`: Gibbs draws of the precisions, then NUTS on the weights (if installed).
+- `nuts_gibbs`: Gibbs draws of the precisions, then NUTS on the weights (if installed).
 
 Writes OUT/robot_arm.md (tables: median and mean ± sd of the test error over seeds, against
-Table 4.1) and OUT/robot_arm.json (every run).
+Table 4.1) and OUT/robot_arm.json (every run). The methods recorded before the samplers were
+renamed (`ahmc-cv`, `neal`, `neal-fbm`, `nuts-gibbs`) are read as their new names.
 """
 
 from __future__ import annotations
@@ -37,12 +39,20 @@ from pathlib import Path
 import numpy as np
 
 METHODS = {  # name: estimator keyword arguments
-    "ahmc-cv": dict(sampler="ahmc-cv", folds=8),
-    "neal": dict(sampler="neal", step_size=0.1, steps=500),
-    "neal-fbm": dict(sampler="neal", step_size=0.5, steps=2000),
+    "ahmc_cv": dict(sampler="ahmc_cv", folds=8),
+    "neal_gibbs": dict(sampler="neal_gibbs", step_size=0.1, steps=500),
+    "neal_gibbs_fbm": dict(sampler="neal_gibbs", step_size=0.5, steps=2000),
     "nuts": dict(sampler="nuts", nuts_warmup=300),
-    "nuts-gibbs": dict(sampler="nuts-gibbs", nuts_warmup=300),
+    "nuts_gibbs": dict(sampler="nuts_gibbs", nuts_warmup=300),
 }
+OLD_NAMES = {"ahmc-cv": "ahmc_cv", "neal": "neal_gibbs", "neal-fbm": "neal_gibbs_fbm",
+             "nuts-gibbs": "nuts_gibbs"}  # as recorded in robot_arm.json before the rename
+
+
+def method_name(name: str) -> str:
+    """A method's current name, from its current or its old spelling."""
+    name = name.strip()
+    return OLD_NAMES.get(name, name.replace("-", "_"))
 MARKER = "<!-- hand-written below: kept when the script rewrites the tables -->"
 TABLE_4_1 = [
     ("Rios Insua and Müller (1998), RJ-MCMC MLP", 0.00620),
@@ -105,7 +115,7 @@ def write_report(results: list[dict], out: Path, cmd: str) -> None:
     if not results:
         return
     budgets = sorted({r["budget"] for r in results})
-    lines = ["# Robot arm (seed 000 §4.1, Table 4.1)", "",
+    lines = ["# Robot arm (Wang 2012 §4.1, Table 4.1)", "",
              "Produced by `experiments/robot_arm.py` (module docstring for the setting):", "",
              f"    {cmd}", "",
              "Test error: squared error summed over the two outputs, averaged over rows 401–600, "
@@ -116,8 +126,8 @@ def write_report(results: list[dict], out: Path, cmd: str) -> None:
         lines += [f"## Budget '{b}': {rs[0]['n_grad']:,}-ish gradient evaluations per chain", "",
                   "| method | seeds | median | mean ± sd | per-seed errors | wall s (mean) | "
                   "acceptance |", "| --- | --- | --- | --- | --- | --- | --- |"]
-        for m in dict.fromkeys(r["method"] for r in rs):
-            mr = [r for r in rs if r["method"] == m]
+        for m in dict.fromkeys(method_name(r["method"]) for r in rs):
+            mr = [r for r in rs if method_name(r["method"]) == m]
             med, mu, sd = _stats([r["test_error"] for r in mr])
             errs = ", ".join(f"{r['test_error']:.5f}" for r in mr)
             lines.append(f"| {m} | {len(mr)} | {med:.5f} | {mu:.5f} ± {sd:.5f} | {errs} | "
@@ -125,9 +135,9 @@ def write_report(results: list[dict], out: Path, cmd: str) -> None:
                          f"{np.mean([r['accept_mean'] for r in mr]):.2f} |")
         lines.append("")
     for r in failed:
-        lines.append(f"- {r['method']} (budget '{r['budget']}', seed {r['seed']}) did not "
-                     f"run: {r['error']}")
-    lines += ["", "## Table 4.1 of seed 000 (for scale)", "", "| method | test error |", "| --- | --- |"]
+        lines.append(f"- {method_name(r['method'])} (budget '{r['budget']}', seed {r['seed']}) "
+                     f"did not run: {r['error']}")
+    lines += ["", "## Table 4.1 of Wang 2012 (for scale)", "", "| method | test error |", "| --- | --- |"]
     lines += [f"| {name} | {v:.5f} |" for name, v in TABLE_4_1]
     path = out / "robot_arm.md"
     kept = ""  # the hand-written reading below the marker survives a re-run
@@ -140,7 +150,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--budget", default="paper", help="small, default or paper (bomcmc demo's)")
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--methods", default="ahmc-cv,neal,nuts")
+    p.add_argument("--methods", default="ahmc_cv,neal_gibbs,nuts")
     p.add_argument("--out", default="docs")
     p.add_argument("--append", action="store_true",
                    help="add to OUT/robot_arm.json instead of replacing it")
@@ -150,7 +160,7 @@ def main(argv=None) -> int:
     results_path = out / "robot_arm.json"
     results = json.loads(results_path.read_text()) if args.append and results_path.exists() \
         else []
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    methods = [method_name(m) for m in args.methods.split(",") if m.strip()]
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         p.error(f"unknown methods {unknown} (available: {', '.join(METHODS)})")

@@ -1,5 +1,5 @@
-"""two_phase (two-phase Bayesian-optimised MCMC, seed 001) vs ahmc on one posterior: min bulk ESS
-per gradient over 3 seeds (docs/tuning.md, "Two-phase mode (seed 001)").
+"""two_phase (two-phase Bayesian-optimised MCMC, Mahendran 2011; Mahendran et al. 2012) vs ahmc
+on one posterior: min bulk ESS per gradient over 3 seeds (docs/tuning.md, "Two-phase mode").
 
     python experiments/two_phase_vs_ahmc.py [--posterior logistic-german] [--seeds 0 1 2]
         [--warmup 1000] [--draws 1000] [--chains 4] [--two-phase KEY=VALUE ...]

@@ -50,8 +50,8 @@ def compare(draws: dict[str, np.ndarray], ref: dict[str, dict]) -> list[Row]:
         x = np.asarray(draws[p], dtype=np.float64)
         if x.ndim != 2:
             raise AssertionError(f"{p}: draws must be (chain, draw), got {x.shape}")
-        mcse = float(az.mcse(x, method="mean"))
-        ess = float(az.ess(x, method="bulk"))
+        mcse = float(np.ravel(az.mcse(x, method="mean"))[0])
+        ess = float(np.ravel(az.ess(x, method="bulk"))[0])
         mean, sd = float(x.mean()), float(x.std(ddof=1))
         z = abs(mean - r["mean"]) / float(np.hypot(mcse, r["mcse_mean"]))
         rows.append(Row(p, mean, r["mean"], mcse, r["mcse_mean"], z, sd, r["sd"],

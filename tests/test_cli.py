@@ -18,11 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import bomcmc
 from bomcmc.cli import main as cli
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-TINY = ["--posterior", "gauss-2d-corr", "--chains", "2", "--draws", "50", "--warmup", "20",
-        "--no-progress"]
+TINY = ["--posterior", "gauss-2d-corr", "--sampler", "hmc", "--chains", "2", "--draws", "50",
+        "--warmup", "20", "--no-progress"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -163,10 +164,11 @@ def test_bad_input_is_one_line(case, tmp_path, run_dir, cache_dir):
 # ---------------------------------------------------------------------------------------
 def test_sample_kwargs_pass_only_given_knobs():
     p = cli.build_parser()
-    kw = cli.commands.sample_kwargs(p.parse_args(["sample", "--posterior", "gauss-2d-corr", "--out", "d"]))
+    kw = cli.commands.sample_kwargs(p.parse_args(["sample", "--posterior", "gauss-2d-corr",
+                                                  "--out", "d"]))
     assert not {"step_size", "steps", "random_steps"} & set(kw)
     assert (kw["sampler"], kw["chains"], kw["draws"], kw["warmup"], kw["seed"]) == \
-        ("hmc", 4, 1000, 1000, 0)
+        (bomcmc.registry.DEFAULT, 4, 1000, 1000, 0)  # the CLI's default is the API's
     assert kw["progress"] is True and kw["overwrite"] is False and kw["float64"] is False
     kw = cli.commands.sample_kwargs(p.parse_args(
         ["sample", "--posterior", "p", "--out", "d", "--step-size", "0.05", "--steps", "7",

@@ -12,7 +12,7 @@ from bomcmc.diagnostics import autocorrelation, efficiency, format_table, summar
 
 @pytest.fixture(scope="module")
 def result():
-    return bomcmc.sample(posterior="logistic-heart", chains=4, draws=400, warmup=100, seed=2,
+    return bomcmc.sample(sampler="hmc", posterior="logistic-heart", chains=4, draws=400, warmup=100, seed=2,
                          steps=8, adapt="window", progress=False)
 
 
@@ -54,7 +54,7 @@ def test_autocorrelation_of_ar1():
 
 
 def test_netcdf_round_trip_keeps_totals(tmp_path, result):
-    r = bomcmc.sample(posterior="gauss-iid-3", chains=2, draws=50, warmup=10, seed=0,
+    r = bomcmc.sample(sampler="hmc", posterior="gauss-iid-3", chains=2, draws=50, warmup=10, seed=0,
                       step_size=0.5, steps=3, progress=False, out=tmp_path)
     loaded = bomcmc.load(tmp_path)
     assert summarize(loaded.idata)["run"]["n_grad"] == r.totals["n_grad"]
@@ -65,7 +65,7 @@ def test_netcdf_round_trip_keeps_totals(tmp_path, result):
 
 
 def test_progress_bar_with_vmapped_chains(capsys):
-    bomcmc.sample(posterior="gauss-iid-2", chains=3, draws=40, warmup=20, chunk_size=10,
+    bomcmc.sample(sampler="hmc", posterior="gauss-iid-2", chains=3, draws=40, warmup=20, chunk_size=10,
                   step_size=0.5, steps=3, progress=True)
     err = capsys.readouterr().err
     assert "hmc x3" in err and "60/60" in err and "acc=" in err and "div=0" in err

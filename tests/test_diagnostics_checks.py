@@ -179,7 +179,7 @@ def test_cli_prints_each_warning_once(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     proc = subprocess.run(
         [sys.executable, "-m", "bomcmc", "sample", "--posterior", "gauss-100-illcond",
-         "--chains", "2", "--draws", "200", "--warmup", "200", "--out", str(out),
+         "--sampler", "hmc", "--chains", "2", "--draws", "200", "--warmup", "200", "--out", str(out),
          "--no-progress"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()

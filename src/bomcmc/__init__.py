@@ -21,6 +21,8 @@ from .diagnostics import SamplingWarning, summarize  # noqa: E402
 from .driver import SampleResult, load, resume, sample  # noqa: E402
 from .errors import BomcmcError  # noqa: E402
 from .kernels.base import Kernel  # noqa: E402
+from .models.numpyro_model import from_numpyro  # noqa: E402
+from .models.pymc_model import from_pymc  # noqa: E402
 from .posterior import Posterior  # noqa: E402
 from .registry import Sampler  # noqa: E402
 from .tuning.base import Tuner  # noqa: E402
@@ -28,6 +30,7 @@ from .tuning.base import Tuner  # noqa: E402
 __all__ = [
     "Adapter", "BomcmcError", "Kernel", "Posterior", "SampleResult", "Sampler",
     "SamplingWarning", "Tuner",
-    "enable_compilation_cache", "load", "posteriors", "registry", "resume", "sample",
+    "enable_compilation_cache", "from_numpyro", "from_pymc", "load", "posteriors", "registry",
+    "resume", "sample",
     "set_float64", "summarize", "__version__",
 ]

@@ -45,6 +45,12 @@ class Posterior:
             holds the sampled coordinates.
         chain_inits: optional starting points, one per chain: the structure of
             `init_position` with a leading chain axis on every leaf.
+        log_likelihood_fn: optional `position -> {site: array}`, the pointwise
+            log-likelihood of each observed site at one draw; the InferenceData then has a
+            `log_likelihood` group (computed after sampling, in batches of draws) for
+            `az.loo` and `az.waic`.
+        observed_data: optional `{site: array}`, the observed values; the InferenceData's
+            `observed_data` group.
     """
 
     logdensity_fn: Callable[[PyTree], jax.Array]
@@ -55,6 +61,8 @@ class Posterior:
     meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     constrain: Callable[[PyTree], dict] | None = None
     chain_inits: PyTree | None = None
+    log_likelihood_fn: Callable[[PyTree], dict] | None = None
+    observed_data: Mapping[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +92,35 @@ class FlatPosterior:
             return None
         f = jax.jit(jax.vmap(jax.vmap(lambda x: fn(self.unravel(x)))))
         return {k: np.asarray(v) for k, v in f(jnp.asarray(flat)).items()}
+
+    def log_likelihood(self, flat: np.ndarray, max_elements: int = 2**24
+                       ) -> dict[str, np.ndarray] | None:
+        """The posterior's `log_likelihood_fn` at draws (chains, draws, dim), or None.
+
+        Computed in batches of draws (a vmap of at most about `max_elements` output numbers,
+        compiled once; the last batch is padded), so only one batch is on the device."""
+        fn = self.source.log_likelihood_fn
+        if fn is None:
+            return None
+        flat = np.asarray(flat)
+        lead, rows = flat.shape[:-1], flat.reshape(-1, flat.shape[-1])
+        def one(x):
+            return fn(self.unravel(x))
+
+        per_draw = sum(int(np.prod(s.shape, dtype=int))
+                       for s in jax.tree_util.tree_leaves(jax.eval_shape(one, rows[0])))
+        batch = int(min(len(rows), max(1, max_elements // max(per_draw, 1))))
+        f = jax.jit(jax.vmap(one))
+        parts = []
+        for i in range(0, len(rows), batch):
+            chunk = rows[i : i + batch]
+            pad = batch - len(chunk)
+            if pad:
+                chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, axis=0)])
+            out = f(jnp.asarray(chunk))
+            parts.append({k: np.asarray(v)[: batch - pad] for k, v in out.items()})
+        return {k: np.concatenate([p[k] for p in parts]).reshape(lead + parts[0][k].shape[1:])
+                for k in parts[0]}
 
     def init_flat(self, key: jax.Array, chains: int, jitter: float = 0.0,
                   strategy: str = "uniform", attempt: int = 0) -> jax.Array:

@@ -61,6 +61,11 @@ class Sampler:
         return self.make_tuner is not None
 
 
+# The sampler of `sample()` and `bomcmc sample` when none is named: the self-tuning sampler
+# that passed the most of the correctness suite (docs/defaults.md, measured with
+# experiments/suite_margins.py). No fixed-knob sampler is ever the default.
+DEFAULT = "ahmc"
+
 SAMPLERS: dict[str, Sampler] = {
     "hmc": Sampler(hmc.kernel),
     "nuts": Sampler(nuts.kernel, adapter="window"),  # NUTS has no usable fixed step size
@@ -99,4 +104,4 @@ def names() -> list[str]:
     return sorted(SAMPLERS)
 
 
-__all__ = ["SAMPLERS", "Sampler", "canonical", "get", "names"]
+__all__ = ["DEFAULT", "SAMPLERS", "Sampler", "canonical", "get", "names"]

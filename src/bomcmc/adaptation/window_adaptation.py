@@ -195,7 +195,10 @@ def window_adaptation(
     base_window: int = BASE_WINDOW,
 ) -> Adapter:
     """Stan's warm-up as an `Adapter` (registered as "window"); options as in CmdStan's
-    `adapt delta= gamma= kappa= t0= init_buffer= term_buffer= window=`."""
+    `adapt delta= gamma= kappa= t0= init_buffer= term_buffer= window=`.
+
+    Longer than most functions here because `init` and `update` are closures over the checked
+    options; `update` reads top to bottom as Stan's `adapt_diag_e_nuts::transition`."""
     da.check_options(target_accept, gamma, kappa, t0)
     for name, v in (("init_buffer", init_buffer), ("term_buffer", term_buffer),
                     ("base_window", base_window)):

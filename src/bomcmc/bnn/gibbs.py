@@ -16,6 +16,8 @@ def gibbs_sweep(model, key, position: dict, sample_sigmas=True, sample_noise=Tru
     """One Gibbs sweep over the stored precisions given the weights: every weight group
     (when `sample_sigmas`) and the noise given the residuals (when `sample_noise`)
     (Choo 2000 §3.4; FBM `sample-sigmas` / `sample-noise`; the flags may be traced).
+    One function because the sweep's three phases (auxiliaries, lower, upper levels) share
+    one batch of Gamma variates drawn up front.
 
     In every group, as FBM's `gibbs_conn`: first τ₁ | Z, τ₀, then τ₀ | τ₁ (or τ₀ | Z); for
     t-distributed values the per-value precisions are drawn first as auxiliaries and the

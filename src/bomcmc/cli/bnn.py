@@ -27,7 +27,8 @@ import numpy as np
 
 def add_parsers(sub, types) -> None:
     """Register `bnn` and `demo` on the main parser's subparsers. `types`: the main CLI's
-    argparse types (positive_int, nonneg_int, positive_float, probability)."""
+    argparse types (positive_int, nonneg_int, positive_float, probability). A list of
+    argument declarations, one per line, hence its length."""
     from ..bnn.estimator import DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS, sampler_name
     from .demo import BUDGETS
 

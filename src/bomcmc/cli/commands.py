@@ -18,9 +18,18 @@ KNOB_FLAGS = {"step_size": "step_size", "steps": "steps", "random_steps": "rando
 
 
 def sample_kwargs(args: argparse.Namespace) -> dict:
-    """The keyword arguments of `bomcmc.sample` for a parsed `sample` command."""
+    """The keyword arguments of `bomcmc.sample` for a parsed `sample` command (`--model`
+    FILE.py:NAME is loaded here, in 64-bit floats first with `--float64`)."""
+    posterior = args.posterior
+    if getattr(args, "model", None) is not None:
+        from ..config import set_float64
+        from ..models import model_file
+
+        if args.float64:
+            set_float64(True)
+        posterior = model_file.load(args.model)
     kw = dict(
-        posterior=args.posterior, sampler=args.sampler, chains=args.chains, draws=args.draws,
+        posterior=posterior, sampler=args.sampler, chains=args.chains, draws=args.draws,
         warmup=args.warmup, seed=args.seed, out=args.out, thin=args.thin,
         chunk_size=args.chunk_size, progress=not args.no_progress, float64=args.float64,
         init_jitter=args.init_jitter, overwrite=args.overwrite,

@@ -1,7 +1,7 @@
 """The `bomcmc` command line (argparse).
 
     bomcmc posteriors
-    bomcmc sample --posterior NAME [--sampler hmc|nuts|nuts_async|ahmc|two_phase] [--step-size E] [--steps L]
+    bomcmc sample --posterior NAME | --model FILE.py:NAME [--sampler hmc|nuts|nuts_async|ahmc|two_phase] [--step-size E] [--steps L]
                   [--random-steps]
                   [--adapt window|none] [--target-accept P] [--dense-mass] [--max-tree-depth D]
                   [--eps-bounds A B] [--steps-bounds A B] [--reward esjd|ess|acf]
@@ -100,6 +100,7 @@ def nonneg_float(text: str) -> float:
 # The parser
 # ---------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; a list of argument declarations, one per line."""
     from .._version import __version__
 
     p = _Parser(prog=PROG, description="MCMC that needs no hand-tuning.")
@@ -111,12 +112,21 @@ def build_parser() -> argparse.ArgumentParser:
                    description="List the built-in posteriors with a one-line description.")
 
     s = sub.add_parser("sample", help="sample a built-in posterior into a run directory",
-                       description="Sample a built-in posterior; every finished chunk lands in "
+                       description="Sample a built-in posterior (--posterior) or your own "
+                                   "model (--model); every finished chunk lands in "
                                    "--out DIR, so an interrupted run continues with "
                                    "`bomcmc resume DIR`.")
-    s.add_argument("--posterior", required=True, metavar="NAME",
-                   help="built-in posterior (see `bomcmc posteriors`)")
-    s.add_argument("--sampler", default="hmc", metavar="NAME", help="sampler (default: hmc)")
+    what = s.add_mutually_exclusive_group(required=True)
+    what.add_argument("--posterior", metavar="NAME",
+                      help="built-in posterior (see `bomcmc posteriors`)")
+    what.add_argument("--model", metavar="FILE.py:NAME",
+                      help="your model: NAME in FILE.py is a NumPyro model with its data bound "
+                           "(no arguments, e.g. functools.partial(model, y)), a "
+                           "bomcmc.Posterior, a pymc.Model, or a JAX log density with its "
+                           "initial position in NAME_init; `resume` loads it again")
+    s.add_argument("--sampler", default="ahmc", metavar="NAME",
+                   help="hmc, nuts, nuts_async, ahmc or two_phase (default: ahmc, the "
+                        "self-tuning sampler; docs/defaults.md)")
     s.add_argument("--out", required=True, metavar="DIR", help="run directory (required)")
     s.add_argument("--chains", type=positive_int, default=4, help="chains (default: 4)")
     s.add_argument("--draws", type=positive_int, default=1000,

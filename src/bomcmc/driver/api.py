@@ -20,6 +20,7 @@ from ..config import set_float64
 from ..diagnostics import SamplingWarning, check_run
 from ..errors import BomcmcError
 from ..kernels.base import Kernel
+from ..models import model_file
 from ..posterior import Posterior, flatten
 from ..store import DiskStore, MemoryStore, read_json
 from ..tuning.base import Tuner
@@ -214,7 +215,7 @@ def sample(
     init=None,
     *,
     posterior=None,
-    sampler: "str | registry.Sampler | Kernel" = "hmc",
+    sampler: "str | registry.Sampler | Kernel" = registry.DEFAULT,
     chains: int = 4,
     draws: int = 1000,
     warmup: int = 1000,
@@ -279,7 +280,7 @@ def sample(
         knobs={k: jsonable(v) for k, v in knobs.items()},
         adapt=adapt, adapt_options={k: jsonable(v) for k, v in adapt_options.items()},
         tuner_options=None if tuner_options is None else json_options(tuner_options),
-        max_grad=max_grad,
+        max_grad=max_grad, model=post.meta.get("model_file"),
     )
     if chunk_size is None:  # a buffer for the whole run, within a memory cap
         dim = flatten(post, check_finite=False).dim
@@ -320,11 +321,13 @@ def resume(
     spec.validate()
     if spec.float64:
         set_float64(True)
-    if spec.posterior == "custom":
+    if spec.posterior == "custom" and logdensity is None and spec.model is not None:
+        post = model_file.load(spec.model)  # a model from FILE.py:NAME: load it again
+    elif spec.posterior == "custom":
         if logdensity is None:
             raise BomcmcError(
                 f"{store.path} sampled a custom log density: pass the same logdensity and init "
-                "to bomcmc.resume (the CLI can only resume built-in posteriors)"
+                "to bomcmc.resume (the CLI can only resume built-in posteriors and --model runs)"
             )
         post = resolve_posterior(logdensity, init, init_per_chain=spec.init_per_chain)
     else:

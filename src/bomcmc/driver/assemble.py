@@ -78,10 +78,26 @@ def assemble(run: Run, store, wall_total: float):
                          sample_stats=sample_stats, attrs=attrs)
     if constrained is not None:
         idata.add_groups(unconstrained_posterior=az.dict_to_dataset(posterior, library=None))
+    add_model_groups(idata, flat, positions)
     idata.posterior.attrs.update(attrs)  # group attrs survive every NetCDF round trip
     if history:
         add_tuning_group(idata, history, run.tuner.state_dict(history=False))
     return idata, totals
+
+
+def add_model_groups(idata, flat, positions: np.ndarray) -> None:
+    """ArviZ's `observed_data` and `log_likelihood` groups, for a posterior that gives them
+    (`from_numpyro`, `from_pymc`): the observed values, and each observed site's pointwise
+    log-likelihood per chain and draw, so that `az.loo` and `az.waic` run."""
+    import arviz as az
+
+    observed = flat.source.observed_data
+    if observed is not None:
+        idata.add_groups(observed_data=az.dict_to_dataset(
+            {k: np.asarray(v) for k, v in observed.items()}, library=None, default_dims=[]))
+    loglik = flat.log_likelihood(positions)
+    if loglik is not None:
+        idata.add_groups(log_likelihood=az.dict_to_dataset(loglik, library=None))
 
 
 def add_tuning_group(idata, history: list[dict], state: dict) -> None:

@@ -35,6 +35,7 @@ class RunSpec:
     adapt_options: dict = dataclasses.field(default_factory=dict)
     tuner_options: dict | None = None  # options of the sampler's default tuner ("ahmc")
     max_grad: int | None = None  # stop after the chunk whose gradients per chain reach this
+    model: str | None = None  # FILE.py:NAME of a model loaded from a file; resume reloads it
     version: str = __version__
 
     def validate(self) -> None:

@@ -83,7 +83,9 @@ NUTSGibbsInfo = nuts.NUTSInfo  # acceptance and tree of the weights' NUTS; n_gra
 def nuts_gibbs_kernel(model, name: str = "nuts_gibbs") -> Kernel:
     """Gibbs sweep of the precisions, then one NUTS transition on the weights with Neal's
     per-weight scales as the metric, for one `BNN` (use with
-    `bomcmc.sample(model.posterior(), sampler=nuts_gibbs_sampler(model), ...)`)."""
+    `bomcmc.sample(model.posterior(), sampler=nuts_gibbs_sampler(model), ...)`).
+
+    A factory of three closures over the model (init, step, make_knobs), hence its length."""
     n_hyper, dim = model.n_hyper, model.dim
 
     def init(position, logdensity_fn):

@@ -1,4 +1,5 @@
-"""The chunk's packed per-transition record (run._RowLayout) returns every field bit for bit."""
+"""The chunk's packed per-transition record (driver/rows.py, `RowLayout`) returns every field
+bit for bit."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bomcmc.driver.rows import RowLayout as _RowLayout
+from bomcmc.driver.rows import RowLayout
 
 
 class Info(NamedTuple):
@@ -31,7 +32,7 @@ def test_row_layout_round_trips_every_scalar_bit_for_bit():
         vec=jnp.arange(3.0),
     )
     lp = jnp.asarray(-1.25, jnp.float64)
-    layout = _RowLayout(jax.eval_shape(lambda: lp), jax.eval_shape(lambda: values))
+    layout = RowLayout(jax.eval_shape(lambda: lp), jax.eval_shape(lambda: values))
     assert "vec" not in layout.columns and "_lp" in layout.columns
     row = layout.pack(dict(zip(values._fields, values), _lp=lp))
     for name in ("f32", "f64", "u32", "i8", "flag"):

@@ -1,8 +1,8 @@
-"""Choo's 8-point data set (seed 004 §5.1–5.2): the hyperparameter marginals of Neal's
-Gibbs-within-HMC, of adaptive HMC with Gibbs (GP-bandit η and L) and of NUTS with Gibbs agree
-by two-sample Kolmogorov–Smirnov tests, as Choo compared his new methods with Neal's program
-by the histograms of log σ (Figs 5.7–5.8). docs/bnn_choo.md has the settings, the measured
-p-values and the power.
+"""Choo's 8-point data set (bnn/choo_data.py; Choo 2000 §5.1–5.2), and on it the samplers of
+bnn/samplers.py: the hyperparameter marginals of Neal's Gibbs-within-HMC, of adaptive HMC
+with Gibbs (GP-bandit η and L) and of NUTS with Gibbs agree by two-sample Kolmogorov–Smirnov
+tests, as Choo compared his new methods with Neal's program by the histograms of log σ
+(Figs 5.7–5.8). docs/bnn_choo.md has the settings, the measured p-values and the power.
 
 Draws are made nearly independent before the KS test: every chain is thinned by one lag, the
 largest ⌈n_total / ESS⌉ over the hyperparameters (ESS the smaller of ArviZ's bulk and tail
@@ -95,7 +95,7 @@ def test_choo_data_and_priors_are_the_thesis_tables():
 
 
 # ---------------------------------------------------------------------------------------
-# The samplers against Neal's scheme (seed 004 §5.2.2)
+# The samplers against Neal's scheme (Choo 2000 §5.2.2)
 # ---------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Size:

@@ -1,6 +1,7 @@
-"""The GP bandit tuner (adaptive HMC): GP posterior, schedules, acquisition maximisation,
-rewards, exact state round trip and resume, and an end-to-end run against the exact reward
-surface of HMC on a correlated Gaussian."""
+"""The GP bandit tuner (tuning/gp_bandit.py, with tuning/gp.py, acquisition.py, schedules.py
+and rewards.py): GP posterior, schedules, acquisition maximisation, rewards, exact state
+round trip and resume, and an end-to-end run against the exact reward surface of HMC on a
+correlated Gaussian."""
 
 import json
 import math
@@ -94,7 +95,8 @@ def test_acquisition_value_and_gradient(kind):
     GP's predict, and its gradient (the polish's) matches central differences."""
     rng = np.random.default_rng(5)
     tuner = GPBanditTuner(eps_bounds=(0.01, 0.2), acquisition=kind)
-    tuner.gp, tuner.i = tuner._make_gp(), 30
+    tuner.reset_gp()
+    tuner.i = 30
     for _ in range(30):
         x = tuner.lower + (tuner.upper - tuner.lower) * rng.uniform(size=2)
         r = 1.0 + math.sin(2 * x[0]) * math.cos(x[1] / 25) + 0.1 * rng.normal()
@@ -205,7 +207,9 @@ def test_esjd_reward_is_the_mean_rao_blackwellised_jump_over_sqrt_L():
     ch = _chunk(rng)
     jumps = np.asarray(ch["info"].esjd)
     assert rewards.esjd({**ch, "num_steps": 9}) == pytest.approx(jumps.mean() / 3.0)
-    jumps[0, 0] = np.nan  # a NaN contribution counts as 0 (SPECS §A.1)
+    # a NaN contribution counts as 0 (the authors' code for Wang, Mohamed & de Freitas 2013,
+    # as republished with NaN guards)
+    jumps[0, 0] = np.nan
     expected = np.nansum(jumps) / jumps.size / 3.0
     assert rewards.esjd({**ch, "num_steps": 9}) == pytest.approx(expected)
 
@@ -225,7 +229,7 @@ def test_acf_area_reward_against_a_direct_loop():
     ch = _chunk(rng, chains=2, n=35)
     x, l_min = ch["positions"], 26
 
-    def a(e):  # 1 − mean_ℓ |ρ̂_ℓ| with ρ̂ the inner-product ACF (seed 001 §3.1.1)
+    def a(e):  # 1 − mean_ℓ |ρ̂_ℓ| with ρ̂ the inner-product ACF (Mahendran 2011 §3.1.1)
         y = e - e.mean(0)
         m = len(y)
         v = np.sum(y * y) / m
@@ -263,7 +267,8 @@ def test_tuner_defaults_broadcast_and_chunk_draws():
     kn = t.initial_knobs(_knobs(eps=0.2, steps=7))
     assert t.eps_bounds == pytest.approx((0.002, 2.0)) and t.steps_bounds == (1.0, 100.0)
     assert kn.step_size.dtype == np.float32 and kn.num_steps.dtype == np.int32
-    np.testing.assert_allclose(kn.step_size, 0.002, rtol=1e-6)  # lower corner (SPECS §A.4)
+    # the box's lower corner (the authors' code for Wang, Mohamed & de Freitas 2013, `ahmc.m`)
+    np.testing.assert_allclose(kn.step_size, 0.002, rtol=1e-6)
     np.testing.assert_array_equal(kn.num_steps, 1)
     assert t.chunk_draws(kn, 500) == 100
     t.point = (t.point[0], 30)
@@ -397,8 +402,9 @@ def reward_surface(eps_values, max_steps, n_mc=4000, seed=0):
 def test_bandit_reaches_the_grid_optimum_of_esjd_on_a_correlated_gaussian():
     """gauss-2d-corr, box ε ∈ [0.01, 0.3] × L ∈ {1..100}: the optimum (ε ≈ 0.15, L ≈ 35)
     is a narrow ridge next to the leapfrog stability cliff (ε = 0.2); about 3% of the box is
-    within 10% of it. Budget: 200 BO steps of 20 transitions × 32 chains (the authors'
-    m-iterations-per-step blocks, SPECS §A.4), k = 20 burn-in steps of p_i = 1."""
+    within 10% of it. Budget: 200 BO steps of 20 transitions × 32 chains (the
+    m-iterations-per-step blocks of the authors' code for Wang, Mohamed & de Freitas 2013),
+    k = 20 burn-in steps of p_i = 1."""
     lo, hi, max_steps = 0.01, 0.3, 100
     tuner = GPBanditTuner(eps_bounds=(lo, hi), steps_bounds=(1, max_steps), k=20, seed=0)
     res = bomcmc.sample(posterior="gauss-2d-corr", sampler="hmc", tuner=tuner,

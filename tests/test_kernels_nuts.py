@@ -1,4 +1,4 @@
-"""The NUTS sampler (samplers/nuts.py): BlackJAX's kernel behind our protocol, runtime knobs,
+"""The NUTS sampler (kernels/nuts.py): BlackJAX's kernel behind our protocol, runtime knobs,
 and the posterior it samples after Stan's warm-up, checked against known moments."""
 
 import blackjax

@@ -1,4 +1,5 @@
-"""posteriordb posteriors: the log densities, and the reference-posterior suite.
+"""posteriordb posteriors (models/posteriordb.py): the log densities, and the
+reference-posterior suite.
 
 Quick tests (every registered posteriordb name):
 - it builds, and the log density and its gradient are finite at the initializer's draws;
@@ -304,8 +305,7 @@ def _available():
 
 
 AVAILABLE = _available()
-# In CI: bomcmc's NUTS (issue 3) in both schedules, and its adaptive HMC (issue 4 asks that it
-# pass the same suite)
+# In CI: bomcmc's NUTS in both schedules, and its adaptive HMC, which must pass the same suite
 PREFERRED = [(n, run) for n, run in AVAILABLE
              if n in ("bomcmc-nuts", "bomcmc-nuts-async", "bomcmc-ahmc")]
 

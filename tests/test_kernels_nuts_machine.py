@@ -1,4 +1,4 @@
-"""NUTS tick by tick (samplers/nuts_machine.py, sampler "nuts_async"): the same transition as
+"""NUTS tick by tick (kernels/nuts_machine.py, sampler "nuts_async"): the same transition as
 `nuts.step`, run by the driver one leapfrog step per loop iteration so that chains do not
 wait for each other's trees."""
 

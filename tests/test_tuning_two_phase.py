@@ -1,7 +1,8 @@
-"""Two-phase Bayesian-optimised MCMC (seed 001 ch. 3): `sample(..., sampler="two_phase")`.
+"""Two-phase Bayesian-optimised MCMC (Mahendran 2011, ch. 3; Mahendran et al. 2012):
+`sample(..., sampler="two_phase")`.
 
 Adaptation by EI on a GP over (log ε, L) in warm-up, then a frozen SIR policy of M settings
-(seed 001 Alg. 2) that a mixture of M HMC kernels draws from at every transition.
+(Mahendran 2011, Alg. 2) that a mixture of M HMC kernels draws from at every transition.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ SHARED = dict(sampler="two_phase", chains=4, chunk_size=50, progress=False)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_bo2_moments_on_the_correlated_gaussian(seed):
+def test_two_phase_moments_on_the_correlated_gaussian(seed):
     """gauss-2d-corr with the defaults of "two_phase" (chunk_size only sets the buffer): 50 BO
     steps of 10 transitions (reward ESJD/√L), then the frozen mixture. Means and variances within the
     Bonferroni MCSE bound (tests/stats.py)."""

@@ -1,4 +1,5 @@
-"""Adaptive HMC as a first-class sampler: `sample(..., sampler="ahmc")` and `--sampler ahmc`.
+"""Adaptive HMC as a first-class sampler (tuning/ahmc_tuner.py, kernels/ahmc.py):
+`sample(..., sampler="ahmc")` and `--sampler ahmc`.
 
 The HMC kernel with random trajectory lengths, driven by the GP bandit on the paper's burn-in
 schedule (k = 100 BO steps of m = ⌊B/100⌋ transitions, then annealed adaptation), with a
@@ -87,7 +88,8 @@ def test_run_chunk_lengths_and_annealed_adaptation_after_burn_in(tmp_path):
     assert all(h["p_i"] == 1.0 for h in hist[:100])
     assert [h["p_i"] for h in hist[100:]] == pytest.approx(
         [(i - 99) ** -0.5 for i in range(101, 131)])
-    assert all(h["proposed"] for h in hist[:100])  # p = 1 in burn-in
+    assert all(h["proposed"] for h in hist[:99])  # p = 1 in burn-in
+    assert hist[99]["incumbent"] and not hist[99]["proposed"]  # sampling starts at the best
     after = [h["proposed"] for h in hist[100:]]
     assert 0 < sum(after) < len(after)  # annealed: some, not all, sampling steps propose
     # the sampler: random L_r ≤ L, the bandit's ε
@@ -122,7 +124,7 @@ def test_api_options_are_recorded_and_errors_are_one_line(tmp_path):
     first = _chunks(out)[0]
     assert bool(first["knobs.random_steps"].all())  # AHMC's random trajectory lengths
     kw = dict(posterior="gauss-2d-corr", sampler="ahmc", warmup=20, draws=10, **FAST)
-    bad = [({"mass": "dense"}, "diagonal"), ({"eps_bounds": (0.3, 0.1)}, "eps_bounds"),
+    bad = [({"mass": "full"}, "mass"), ({"eps_bounds": (0.3, 0.1)}, "eps_bounds"),
            ({"steps_bounds": (0.2, 0.5)}, "integer"), ({"reward": "nope"}, "reward"),
            ({"reward": lambda ch: 1.0}, "tuner=GPBanditTuner"), ({"adapt": "window"}, "itself"),
            ({"bo_steps": 0}, "bo_steps"),
@@ -264,7 +266,8 @@ def test_history_is_stored_per_chunk_and_in_the_inference_data(tmp_path):
     loaded = bomcmc.load(out).idata
     assert "tuning" in loaded.groups()
     tu = loaded.tuning
-    assert set(tu.data_vars) == {"i", "phase", "eps", "L", "reward", "p_i", "proposed", "epoch"}
+    assert set(tu.data_vars) == {"i", "phase", "eps", "L", "reward", "p_i", "proposed", "epoch",
+                                 "incumbent"}
     assert tu.sizes["step"] == 150 and tu["proposed"].dtype == bool
     assert tuning_from_idata(loaded)[1] == tuning_from_idata(res.idata)[1]
     tuner, hist = tuning_from_idata(loaded)
@@ -283,8 +286,9 @@ def test_plots_of_the_reward_surface_and_slice(tmp_path):
     tuner, _ = tuning_from_idata(res.idata)
     plots.plot_reward_slice(tuner, tmp_path / "t.png")  # a live tuner works too
     with pytest.raises(ValueError, match="no GP-bandit"):
-        plots.plot_reward_surface(bomcmc.sample(posterior="gauss-2d-corr", warmup=10, draws=10,
-                                                **FAST).idata, tmp_path / "x.png")
+        plots.plot_reward_surface(bomcmc.sample(posterior="gauss-2d-corr", sampler="hmc",
+                                                warmup=10, draws=10, **FAST).idata,
+                                  tmp_path / "x.png")
     import matplotlib.pyplot as plt
 
     assert plt.get_fignums() == []
@@ -296,7 +300,7 @@ def test_plots_of_the_reward_surface_and_slice(tmp_path):
 def test_diagonal_metric_is_learned_in_burn_in_and_resets_the_gp(tmp_path):
     kw = dict(posterior="gauss-100-illcond", sampler="ahmc", warmup=300, draws=30, seed=0,
               **FAST)
-    diag = bomcmc.sample(out=tmp_path / "d", **kw)
+    diag = bomcmc.sample(out=tmp_path / "d", mass="diag", **kw)
     ident = bomcmc.sample(out=tmp_path / "i", mass="identity", **kw)
     inv_d = _chunks(tmp_path / "d")[-1]["next_knobs.inverse_mass_matrix"]
     inv_i = _chunks(tmp_path / "i")[-1]["next_knobs.inverse_mass_matrix"]

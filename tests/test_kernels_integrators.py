@@ -1,4 +1,5 @@
-"""The leapfrog integrator: reversibility, volume preservation, second-order energy error."""
+"""The leapfrog integrator (kernels/integrators.py): reversibility, volume preservation,
+second-order energy error."""
 
 import jax
 import jax.numpy as jnp

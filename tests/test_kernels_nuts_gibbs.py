@@ -1,13 +1,13 @@
-"""NUTS with Gibbs (samplers/nuts_gibbs.py): the exact posterior of a hierarchical linear model,
+"""NUTS with Gibbs (kernels/nuts_gibbs.py): the exact posterior of a hierarchical linear model,
 the kernel's bookkeeping, and the dual-averaging warm-up adapter. The comparison with Neal's
-scheme on Choo's network is in test_choo.py."""
+scheme on Choo's network is in test_bnn_choo_data.py."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from stats import bonferroni_sigma, moment_z_scores
-from test_bnn import _data, _exact_linear_posterior
+from test_bnn_network import _data, _exact_linear_posterior
 
 import bomcmc
 from bomcmc.bnn.network import BNN
@@ -31,8 +31,8 @@ def _linear_model():
 
 def test_nuts_gibbs_matches_the_exact_posterior():
     """Log-precisions and weights of y = Xw + b + ε with Gamma priors on τ_w and τ_noise
-    against quadrature (the reference of test_bnn's Neal test): means and variances within
-    the Bonferroni MCSE bound. η comes from the dual-averaging warm-up. Also: every
+    against quadrature (the reference of test_bnn_network's Neal test): means and variances
+    within the Bonferroni MCSE bound. η comes from the dual-averaging warm-up. Also: every
     transition costs its NUTS leapfrog steps + 1 gradient, the stored lp is the joint log
     density, and with both Gibbs parts off the precisions never move."""
     m, X, y = _linear_model()
@@ -91,7 +91,7 @@ def test_nuts_gibbs_knobs_are_checked():
 
 def test_dual_averaging_adapter_reaches_the_target_and_hands_over_the_average():
     """The adapter alone, on a synthetic acceptance a(η) = 1 / (1 + (η/η*)⁴): η converges to
-    a⁻¹(δ); every update but the last sets η = e^{x_m} (tuning.dual_averaging), the last
+    a⁻¹(δ); every update but the last sets η = e^{x_m} (adaptation.dual_averaging), the last
     e^{x̄}; δ from the option, else from the knobs."""
     m, _, _ = _linear_model()
     s = nuts_gibbs_kernel(m)

@@ -19,9 +19,9 @@ def draws_of(result, name="x"):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_correlated_2d_gaussian(seed):
-    """gauss-2d-corr (seed 000 eq. 2.3), random trajectory length."""
+    """gauss-2d-corr (Wang 2012, eq. 2.3), random trajectory length."""
     post = models.get("gauss-2d-corr")
-    r = bomcmc.sample(posterior="gauss-2d-corr", chains=4, draws=2000, warmup=200, seed=seed,
+    r = bomcmc.sample(sampler="hmc", posterior="gauss-2d-corr", chains=4, draws=2000, warmup=200, seed=seed,
                       step_size=0.15, steps=40, random_steps=True, progress=False)
     assert_moments(draws_of(r), post.meta["mean"], np.diag(post.meta["cov"]), label=f"seed {seed}")
     # the correlation is part of the target too
@@ -34,7 +34,7 @@ def test_illconditioned_100d_with_mass_matrix(seed):
     """gauss-100-illcond (sd log-spaced over [0.01, 1]) with the exact diagonal metric M⁻¹ = diag(sd²)."""
     post = models.get("gauss-100-illcond")
     var = np.diag(post.meta["cov"])
-    r = bomcmc.sample(posterior="gauss-100-illcond", chains=4, draws=1000, warmup=100, seed=seed,
+    r = bomcmc.sample(sampler="hmc", posterior="gauss-100-illcond", chains=4, draws=1000, warmup=100, seed=seed,
                       step_size=0.5, steps=6, random_steps=True, inverse_mass_matrix=var,
                       progress=False)
     assert_moments(draws_of(r), post.meta["mean"], var, label=f"seed {seed}")
@@ -45,7 +45,7 @@ def test_illconditioned_100d_identity_mass(seed):
     """The same target with identity mass: the step size is bound by sd=0.01, long trajectories."""
     post = models.get("gauss-100-illcond")
     var = np.diag(post.meta["cov"])
-    r = bomcmc.sample(posterior="gauss-100-illcond", chains=4, draws=1000, warmup=200, seed=seed,
+    r = bomcmc.sample(sampler="hmc", posterior="gauss-100-illcond", chains=4, draws=1000, warmup=200, seed=seed,
                       step_size=0.012, steps=200, random_steps=True, progress=False)
     assert_moments(draws_of(r), post.meta["mean"], var, label=f"seed {seed}")
 
@@ -56,7 +56,7 @@ def test_user_function_with_dict_pytree():
         return -0.5 * jnp.sum((p["mu"] - 1.0) ** 2) - 0.5 * jnp.sum((p["tau"] / 2.0) ** 2)
 
     init = {"mu": jnp.zeros(3), "tau": jnp.zeros((2, 2))}
-    r = bomcmc.sample(logdensity, init, chains=4, draws=1500, warmup=200, seed=3,
+    r = bomcmc.sample(logdensity, init, sampler="hmc", chains=4, draws=1500, warmup=200, seed=3,
                       step_size=0.4, steps=8, random_steps=True, progress=False)
     post = r.idata.posterior
     assert post["mu"].shape == (4, 1500, 3) and post["tau"].shape == (4, 1500, 2, 2)
@@ -66,7 +66,7 @@ def test_user_function_with_dict_pytree():
 
 
 def test_info_record_and_sample_stats():
-    r = bomcmc.sample(posterior="gauss-iid-5", chains=2, draws=200, warmup=50, seed=0,
+    r = bomcmc.sample(sampler="hmc", posterior="gauss-iid-5", chains=2, draws=200, warmup=50, seed=0,
                       step_size=0.3, steps=7, progress=False)
     ss = r.idata.sample_stats
     for name in ("acceptance_rate", "energy", "energy_error", "diverging", "n_steps", "step_size",
@@ -81,7 +81,7 @@ def test_info_record_and_sample_stats():
 
 
 def test_random_steps_are_uniform_on_1_to_L():
-    r = bomcmc.sample(posterior="gauss-iid-3", chains=4, draws=2000, warmup=0, seed=1,
+    r = bomcmc.sample(sampler="hmc", posterior="gauss-iid-3", chains=4, draws=2000, warmup=0, seed=1,
                       step_size=0.2, steps=10, random_steps=True, progress=False)
     n = np.asarray(r.idata.sample_stats["n_steps"]).ravel()
     counts = np.bincount(n, minlength=11)
@@ -97,7 +97,7 @@ def test_divergence_is_counted_not_a_crash():
         inside = jnp.all(jnp.abs(x) < 1.5)
         return jnp.where(inside, -0.5 * jnp.sum(x**2), jnp.nan)
 
-    r = bomcmc.sample(logdensity, jnp.zeros(2), chains=2, draws=300, warmup=0, seed=0,
+    r = bomcmc.sample(logdensity, jnp.zeros(2), sampler="hmc", chains=2, draws=300, warmup=0, seed=0,
                       step_size=0.5, steps=10, progress=False)
     ss = r.idata.sample_stats
     div = np.asarray(ss["diverging"])
@@ -160,7 +160,7 @@ def test_tuner_changing_knobs_between_chunks_reuses_executable():
         traces.append(1)
         return -0.5 * jnp.sum(x**2)
 
-    r = bomcmc.sample(logdensity, jnp.zeros(2), chains=2, draws=60, warmup=0, chunk_size=10,
+    r = bomcmc.sample(logdensity, jnp.zeros(2), sampler="hmc", chains=2, draws=60, warmup=0, chunk_size=10,
                       seed=0, step_size=0.1, steps=3, tuner=Cycling(), progress=False)
     eps = np.asarray(r.idata.sample_stats["step_size"])[0]
     assert len(np.unique(np.round(eps, 6))) == 3
@@ -170,7 +170,7 @@ def test_tuner_changing_knobs_between_chunks_reuses_executable():
 
 
 def test_thinning_keeps_every_kth_and_counts_all_gradients():
-    kw = dict(posterior="gauss-iid-2", chains=2, warmup=10, seed=5, step_size=0.3, steps=4,
+    kw = dict(sampler="hmc", posterior="gauss-iid-2", chains=2, warmup=10, seed=5, step_size=0.3, steps=4,
               progress=False)
     full = bomcmc.sample(draws=30, **kw)
     thin = bomcmc.sample(draws=10, thin=3, **kw)
@@ -181,7 +181,7 @@ def test_thinning_keeps_every_kth_and_counts_all_gradients():
 
 
 def test_chunking_does_not_change_draws():
-    kw = dict(posterior="logistic-ripley", chains=2, draws=50, warmup=20, seed=7,
+    kw = dict(sampler="hmc", posterior="logistic-ripley", chains=2, draws=50, warmup=20, seed=7,
               step_size=0.1, steps=5, random_steps=True, progress=False)
     a = bomcmc.sample(chunk_size=50, **kw)
     b = bomcmc.sample(chunk_size=7, **kw)

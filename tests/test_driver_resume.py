@@ -1,4 +1,5 @@
-"""A run killed with SIGKILL resumes from its last complete chunk and ends bit-identical."""
+"""A run killed with SIGKILL resumes from its last complete chunk and ends bit-identical
+(`resume` in driver/api.py; keys by transition index in driver/engine.py)."""
 
 import os
 import signal
@@ -16,7 +17,7 @@ from bomcmc import BomcmcError
 SCRIPT = r"""
 import sys, bomcmc
 out, mode = sys.argv[1], sys.argv[2]
-kw = dict(posterior="logistic-ripley", chains=4, draws=20000, warmup=400, seed=11,
+kw = dict(sampler="hmc", posterior="logistic-ripley", chains=4, draws=20000, warmup=400, seed=11,
           step_size=0.1, steps=8, random_steps=True, chunk_size=20, float64=True,
           progress=False)
 if mode == "run":
@@ -75,7 +76,7 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
 
 def test_half_written_chunk_is_ignored_and_corrupt_chunk_is_reported(tmp_path):
     out = tmp_path / "run"
-    kw = dict(posterior="gauss-iid-2", chains=2, draws=30, warmup=0, seed=0, step_size=0.5,
+    kw = dict(sampler="hmc", posterior="gauss-iid-2", chains=2, draws=30, warmup=0, seed=0, step_size=0.5,
               steps=3, chunk_size=10, progress=False)
     full = bomcmc.sample(out=out, **kw)
     # simulate a kill during the write of the last chunk: the temp file exists, the chunk not
@@ -94,7 +95,7 @@ def test_half_written_chunk_is_ignored_and_corrupt_chunk_is_reported(tmp_path):
 
 
 def test_existing_output_needs_overwrite(tmp_path):
-    kw = dict(posterior="gauss-iid-2", chains=1, draws=5, warmup=0, step_size=0.5, steps=2,
+    kw = dict(sampler="hmc", posterior="gauss-iid-2", chains=1, draws=5, warmup=0, step_size=0.5, steps=2,
               progress=False)
     bomcmc.sample(out=tmp_path, **kw)
     with pytest.raises(BomcmcError, match="not empty"):
@@ -107,7 +108,7 @@ def test_custom_logdensity_resume_needs_the_function(tmp_path):
     import jax.numpy as jnp
 
     f = lambda x: -0.5 * jnp.sum(x**2)  # noqa: E731
-    bomcmc.sample(f, jnp.zeros(2), out=tmp_path, chains=1, draws=5, warmup=0, step_size=0.5,
+    bomcmc.sample(f, jnp.zeros(2), sampler="hmc", out=tmp_path, chains=1, draws=5, warmup=0, step_size=0.5,
                   steps=2, progress=False)
     with pytest.raises(BomcmcError, match="custom log density"):
         bomcmc.resume(tmp_path, progress=False)

@@ -1,4 +1,5 @@
-"""Chains are sharded over jax.devices() when there are several (4 fake CPU devices here)."""
+"""Chains are sharded over jax.devices() when there are several (4 fake CPU devices here;
+driver/engine.py)."""
 
 import json
 import os
@@ -10,7 +11,7 @@ import numpy as np
 SCRIPT = r"""
 import json, sys
 import jax, numpy as np, bomcmc
-r = bomcmc.sample(posterior="logistic-heart", chains=8, draws=300, warmup=100, seed=4,
+r = bomcmc.sample(sampler="hmc", posterior="logistic-heart", chains=8, draws=300, warmup=100, seed=4,
                   step_size=0.1, steps=6, float64=True, progress=False)
 x = np.asarray(r.idata.posterior["beta"])
 print(json.dumps({"devices": len(jax.devices()), "used": r.totals["devices"],

@@ -39,7 +39,7 @@ def _random_position(model, key, scale=0.7):
 
 
 # ---------------------------------------------------------------------------------------
-# FBM prior notation (SPECS §E.1, §E.4, §E.5, §A.5)
+# FBM prior notation (FBM `util/prior.doc`; Neal 1996 as implemented in FBM)
 # ---------------------------------------------------------------------------------------
 SPEC_PRIORS = ["0.05:0.5", "x0.05:0.5", "100", "0.1:0.1", "x0.1:0.1", "1", "0.05:1:2",
                "0.2:1", "x0.3:1", "x0.1:1:4", "10", "0.05::2", "x1:::0.5", "+", "0.0015:2"]
@@ -64,7 +64,8 @@ def test_prior_fields_follow_fbm():
 
 
 NET_SPECS = [
-    # SPECS §E.5 robot arm (Wang's reproduction), SPECS §E.4 FBM recipe, SPECS §A.5 Dexter
+    # robot arm (Wang's thesis-era code, `robot_arm.py`), FBM's regression recipe, Dexter
+    # (Wang's thesis-era code, `dexter.py`)
     ("ih 0.1:0.1  bh 0.1:0.1  ho x0.1:0.1  bo 1", "ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1 bo 1"),
     ("ih=0.05:0.5 bh=0.05:0.5 ho=x0.05:0.5 bo=100",
      "ih 0.05:0.5 bh 0.05:0.5 ho x0.05:0.5 bo 100"),
@@ -84,8 +85,8 @@ def test_net_prior_round_trips(text, canonical):
 
 
 def test_fbm_specs_build_their_networks():
-    """The robot-arm (SPECS §E.5) and Dexter (SPECS §A.5) specs as networks: groups, stored
-    precisions and the x-scaled top-level means."""
+    """The robot-arm and Dexter specs of Wang's thesis-era code for Wang 2012 (`robot_arm.py`,
+    `dexter.py`) as networks: groups, stored precisions and the x-scaled top-level means."""
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(10, 2)), rng.normal(size=(10, 2))
     robot = BNN(X, y, hidden=(16,), prior="ih 0.1:0.1  bh 0.1:0.1  ho x0.1:0.1  bo 1",
@@ -132,7 +133,7 @@ def test_width_scaling_follows_specs():
 # Log densities: definition and gradients
 # ---------------------------------------------------------------------------------------
 def test_fixed_gaussian_is_seed003_potential():
-    """Seed 003 eq. 6.23: V = λ_W/2 Σ‖W‖² + λ_b/2 Σ‖b‖² + λ/2 Σ‖y − f‖² (+ const)."""
+    """Ask 2022, eq. 6.23: V = λ_W/2 Σ‖W‖² + λ_b/2 Σ‖b‖² + λ/2 Σ‖y − f‖² (+ const)."""
     X, y = _data()
     lw, lb, lam = 2.0, 0.5, 30.0
     m = BNN(X, y, hidden=(5, 3), prior=fixed_gaussian(2, lw, lb, noise_precision=lam),
@@ -187,7 +188,7 @@ def test_logdensity_gradient_matches_finite_differences(likelihood, noise, activ
 
 
 # ---------------------------------------------------------------------------------------
-# Gibbs conditionals (SPECS §E.2; seed 004 eqs. 3.11–3.12)
+# Gibbs conditionals (FBM `net-mc.c`; Choo 2000, eqs. 3.11–3.12)
 # ---------------------------------------------------------------------------------------
 def _gibbs_model():
     X, y = _data(n=10, n_out=2)
@@ -212,7 +213,7 @@ def test_gibbs_conditionals_equal_closed_forms():
         n = np.size(w[key])
         assert float(shape) == pytest.approx((alpha + n) / 2)
         assert float(rate) == pytest.approx((alpha / omega + np.sum(np.asarray(w[key]) ** 2)) / 2)
-    # noise, per output j given the residuals (seed 004 eq. 3.12)
+    # noise, per output j given the residuals (Choo 2000, eq. 3.12)
     resid = m.y - np.asarray(m.apply(w, m.X))
     shape, rate = cond["noise_out"]
     assert float(shape) == pytest.approx((2 + m.n) / 2)
@@ -327,7 +328,8 @@ def test_curvature_is_exact_for_a_linear_gaussian_model():
 
 
 def test_curvature_backpropagates_through_hidden_layers():
-    """SPECS §E.3 by hand for a 2-3-1 tanh network with fixed precisions."""
+    """FBM's step-size heuristic (`net-models.tex`, "Heuristic choice of stepsizes") by hand for
+    a 2-3-1 tanh network with fixed precisions."""
     X, y = _data(n=5)
     m = BNN(X, y, hidden=(3,), prior="ih 0.5 bh 2 ho x1 bo 1", noise="0.2")
     c = m.curvature(m.init_position())
@@ -447,7 +449,7 @@ def test_neal_knobs_and_fixed_hyperparameters():
 
 
 # ---------------------------------------------------------------------------------------
-# Prediction (seed 003 eqs. 6.19–6.20) and pre-training
+# Prediction (Ask 2022, eqs. 6.19–6.20) and pre-training
 # ---------------------------------------------------------------------------------------
 def _tanh_net_by_hand(w, x):
     h = np.tanh(x @ w["ih0"] + w["bh0"])

@@ -1,5 +1,6 @@
-"""Stan's warm-up (tuning/window_adaptation.py, tuning/dual_averaging.py): each piece against its
-formula, the schedule against Stan's iterations, and the whole adapter inside the driver."""
+"""Stan's warm-up (adaptation/window_adaptation.py, adaptation/dual_averaging.py,
+adaptation/welford.py): each piece against its formula, the schedule against Stan's
+iterations, and the whole adapter inside the driver."""
 
 import math
 
@@ -12,13 +13,12 @@ import bomcmc
 from bomcmc.kernels import nuts
 from bomcmc.adaptation import dual_averaging as da
 from bomcmc.adaptation import get_adapter
+from bomcmc.adaptation.welford import regularized_metric, welford_update
 from bomcmc.adaptation.window_adaptation import (
     build_schedule,
     init_stepsize,
     one_step_log_accept,
-    regularized_metric,
     stage_array,
-    welford_update,
 )
 
 

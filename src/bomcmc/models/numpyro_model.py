@@ -1,0 +1,102 @@
+"""A NumPyro model as a bomcmc Posterior, through NumPyro's own machinery.
+
+    def model(y):
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+        numpyro.sample("y", dist.Normal(0.0, sigma), obs=y)
+
+    post = bomcmc.from_numpyro(model, y)
+    result = bomcmc.sample(posterior=post, sampler="nuts")
+
+`numpyro.infer.util.initialize_model` traces the model once and gives the potential
+(−log joint on the unconstrained scale, Jacobians included) and `postprocess_fn` (the
+constrained sample sites and the deterministic sites). The sampler sees the unconstrained
+sites; the InferenceData's `posterior` group holds what `postprocess_fn` returns,
+`unconstrained_posterior` the sampled coordinates, `observed_data` the observed sites and
+`log_likelihood` their pointwise log-likelihood (`numpyro.infer.util.log_likelihood`).
+Chains start as NumPyro's do (`init_to_uniform`): uniform(−2, 2) on the unconstrained scale,
+drawn again where the log density is not finite.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+
+from ..errors import BomcmcError
+from ..posterior import INIT_RADIUS, Posterior
+
+
+def model_name(model) -> str:
+    """The model function's name (through `functools.partial`)."""
+    while isinstance(model, functools.partial):
+        model = model.func
+    return getattr(model, "__name__", type(model).__name__)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+
+
+def from_numpyro(model, *args, **kwargs) -> Posterior:
+    """The posterior of a NumPyro model given its arguments (data), on the unconstrained scale.
+
+    `model(*args, **kwargs)` is the model call NumPyro's `MCMC.run(key, *args, **kwargs)`
+    would make. Its continuous latent sites are sampled; discrete ones are summed out by
+    NumPyro's enumeration where the model allows it (that needs `funsor`).
+    """
+    try:
+        from numpyro import handlers
+        from numpyro.infer import init_to_uniform
+        from numpyro.infer.util import initialize_model, log_likelihood
+    except ImportError:
+        raise BomcmcError("from_numpyro needs NumPyro: pip install 'bomcmc[numpyro]'") from None
+    if not callable(model):
+        raise BomcmcError(f"from_numpyro: the model must be a callable, got "
+                          f"{type(model).__name__}")
+    name = model_name(model)
+    try:
+        info = initialize_model(jax.random.PRNGKey(0), model,
+                                init_strategy=init_to_uniform(radius=INIT_RADIUS),
+                                model_args=args, model_kwargs=kwargs)
+    except Exception as e:  # noqa: BLE001 - a model that cannot be traced is bad input
+        raise BomcmcError(f"NumPyro model '{name}' cannot be initialized: "
+                          f"{_first_line(e)}") from None
+    init = {k: np.asarray(v) for k, v in info.param_info.z.items()}
+    if not init:
+        raise BomcmcError(f"NumPyro model '{name}' has no continuous latent sites to sample")
+    potential_fn, postprocess_fn = info.potential_fn, info.postprocess_fn
+    observed = {k: np.asarray(site["value"]) for k, site in info.model_trace.items()
+                if site["type"] == "sample" and site["is_observed"]}
+    seeded = handlers.seed(model, rng_seed=0)  # for sites that draw without a value
+
+    def logdensity(position):
+        return -potential_fn(position)
+
+    def loglik(position):
+        return log_likelihood(seeded, postprocess_fn(position), *args, batch_ndims=0,
+                              **kwargs)
+
+    def initializer(key):
+        keys = jax.random.split(key, len(init))
+        return {k: jax.random.uniform(kk, np.shape(v), minval=-INIT_RADIUS,
+                                      maxval=INIT_RADIUS)
+                for kk, (k, v) in zip(keys, init.items())}
+
+    sites = ", ".join(init)
+    return Posterior(
+        logdensity_fn=logdensity,
+        init_position=init,
+        name=f"numpyro:{name}",
+        initializer=initializer,
+        description=f"NumPyro model {name} (latent sites: {sites})",
+        meta={"library": "numpyro"},
+        constrain=postprocess_fn,
+        log_likelihood_fn=loglik if observed else None,
+        observed_data=observed or None,
+    )
+
+
+__all__ = ["from_numpyro"]

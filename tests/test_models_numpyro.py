@@ -1,0 +1,313 @@
+"""`bomcmc.from_numpyro`: a NumPyro model sampled by bomcmc's NUTS on the unconstrained scale.
+
+Three models with constrained parameters (a positive scale, a Dirichlet simplex, a Beta
+probability) are checked on every constrained parameter's mean, over 3 seeds, within
+4 Monte-Carlo standard errors (`az.mcse`) of a reference: the exact posterior mean where the
+model is conjugate (Beta-Binomial, Dirichlet-Multinomial), else NumPyro's own NUTS on the same
+model and data (the two runs' MCSEs combined in quadrature). The same bound rejects the log
+density without the Jacobian of the unconstrained scale. Then the InferenceData groups
+(`posterior` with deterministic sites, `unconstrained_posterior`, `observed_data`,
+`log_likelihood`, `az.loo`) and `bomcmc sample --model FILE.py:NAME` with `resume`.
+"""
+
+import functools
+import json
+
+import jax
+import numpy as np
+import pytest
+
+numpyro = pytest.importorskip("numpyro")
+import numpyro.distributions as dist  # noqa: E402
+
+import bomcmc  # noqa: E402
+from bomcmc.cli import main as cli  # noqa: E402
+
+SEEDS = (0, 1, 2)
+BOUND = 4.0  # |mean error| / MCSE
+RUN = dict(sampler="nuts", chains=4, draws=1000, warmup=500, progress=False, float64=True)
+MARGINS = {}  # model -> largest |error| / MCSE over the seeds (printed with -s)
+
+
+# ---------------------------------------------------------------------------------------
+# The models
+# ---------------------------------------------------------------------------------------
+def scale_model(y):
+    """Positive: a HalfNormal scale (and a mean); no closed form: NumPyro's NUTS is the
+    reference."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+    sigma = numpyro.sample("sigma", dist.HalfNormal(2.0))
+    numpyro.deterministic("variance", sigma**2)
+    with numpyro.plate("n", y.shape[0]):
+        numpyro.sample("y", dist.Normal(mu, sigma), obs=y)
+
+
+def simplex_model(alpha, counts):
+    """Simplex: Dirichlet-Multinomial, posterior Dirichlet(alpha + counts)."""
+    p = numpyro.sample("p", dist.Dirichlet(alpha))
+    numpyro.sample("counts", dist.Multinomial(int(counts.sum()), p), obs=counts)
+
+
+def bounded_model(a, b, n, k):
+    """Bounded: Beta-Binomial, posterior Beta(a + sum k, b + sum (n - k))."""
+    theta = numpyro.sample("theta", dist.Beta(a, b))
+    numpyro.deterministic("odds", theta / (1.0 - theta))
+    with numpyro.plate("obs", k.shape[0]):
+        numpyro.sample("k", dist.Binomial(n, theta), obs=k)
+
+
+Y = np.random.default_rng(1).normal(1.0, 0.7, 15)
+ALPHA, COUNTS = np.array([1.0, 2.0, 3.0, 1.0]), np.array([3.0, 0.0, 5.0, 1.0])
+A, B, N, K = 1.5, 2.0, np.array([5, 6, 4]), np.array([1, 0, 2])
+
+ARGS = {"scale": (scale_model, (Y,)), "simplex": (simplex_model, (ALPHA, COUNTS)),
+        "bounded": (bounded_model, (A, B, N, K))}
+post_alpha = ALPHA + COUNTS
+EXACT = {
+    "simplex": {"p": post_alpha / post_alpha.sum()},
+    "bounded": {"theta": (A + K.sum()) / (A + B + N.sum())},
+}
+
+
+def _sample(post, seed):
+    return bomcmc.sample(posterior=post, seed=seed, **RUN)
+
+
+def _numpyro_reference(model, args, seed):
+    """NumPyro's NUTS on the same model and data: {site: (mean, mcse)} of the sample sites."""
+    import arviz as az
+    from numpyro.infer import MCMC, NUTS
+
+    mcmc = MCMC(NUTS(model), num_warmup=RUN["warmup"], num_samples=RUN["draws"],
+                num_chains=RUN["chains"], chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(100 + seed), *args)
+    idata = az.from_dict(posterior={k: np.asarray(v) for k, v in
+                                    mcmc.get_samples(group_by_chain=True).items()})
+    mcse = az.mcse(idata)
+    return {k: (idata.posterior[k].mean(("chain", "draw")).values, mcse[k].values)
+            for k in idata.posterior.data_vars}
+
+
+def _margin(idata, reference: dict) -> float:
+    """The largest |mean - reference| / MCSE over the reference's sites and elements;
+    `reference` maps a site to an exact mean, or to (mean, mcse) of another run."""
+    import arviz as az
+
+    mcse = az.mcse(idata)
+    worst = 0.0
+    for site, ref in reference.items():
+        mean = idata.posterior[site].mean(("chain", "draw")).values
+        se = mcse[site].values
+        if isinstance(ref, tuple):
+            ref, ref_se = ref
+            se = np.sqrt(se**2 + ref_se**2)
+        worst = max(worst, float(np.max(np.abs(mean - ref) / se)))
+    return worst
+
+
+@pytest.fixture(scope="module")
+def runs(compilation_cache):
+    """{model: [SampleResult per seed]}: three seeds of each model, compiled once."""
+    return {name: [_sample(bomcmc.from_numpyro(model, *args), s) for s in SEEDS]
+            for name, (model, args) in ARGS.items()}
+
+
+# ---------------------------------------------------------------------------------------
+# Correctness
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["simplex", "bounded"])
+def test_conjugate_models_match_the_exact_posterior_mean(runs, name):
+    margins = [_margin(r.idata, EXACT[name]) for r in runs[name]]
+    MARGINS[name] = max(margins)
+    print(f"\n{name}: |error|/MCSE per seed {np.round(margins, 2).tolist()}")
+    assert max(margins) < BOUND
+
+
+def test_scale_model_matches_numpyro_nuts(runs):
+    model, args = ARGS["scale"]
+    margins = [_margin(r.idata, _numpyro_reference(model, args, s))
+               for r, s in zip(runs["scale"], SEEDS)]
+    MARGINS["scale"] = max(margins)
+    print(f"\nscale: |error|/MCSE per seed vs NumPyro NUTS {np.round(margins, 2).tolist()}")
+    assert max(margins) < BOUND
+
+
+def test_the_bound_rejects_a_log_density_without_the_jacobian(compilation_cache):
+    """The same model's log joint at the constrained values, with no log |J| of the
+    logit transform: a Beta(a' - 1, b' - 1) in theta. The test's bound must catch it."""
+    import dataclasses
+
+    from numpyro.infer.util import log_density
+
+    model, args = ARGS["bounded"]
+    post = bomcmc.from_numpyro(model, *args)
+
+    def no_jacobian(position):
+        return log_density(model, args, {}, post.constrain(position))[0]
+
+    broken = dataclasses.replace(post, logdensity_fn=no_jacobian)
+    margin = _margin(_sample(broken, 0).idata, EXACT["bounded"])
+    print(f"\nbounded without the Jacobian: |error|/MCSE {margin:.1f}")
+    assert margin > BOUND  # measured: 10.9
+
+
+# ---------------------------------------------------------------------------------------
+# The InferenceData
+# ---------------------------------------------------------------------------------------
+def test_groups_and_shapes(runs):
+    import arviz as az
+
+    chains, draws = RUN["chains"], RUN["draws"]
+    idata = runs["bounded"][0].idata
+    assert {"posterior", "unconstrained_posterior", "observed_data", "log_likelihood",
+            "sample_stats"} <= set(idata.groups())
+    assert idata.posterior["theta"].shape == (chains, draws)
+    np.testing.assert_allclose(idata.posterior["odds"].values,  # deterministic site
+                               idata.posterior["theta"].values
+                               / (1 - idata.posterior["theta"].values), rtol=1e-12)
+    theta = idata.posterior["theta"].values
+    np.testing.assert_allclose(idata.unconstrained_posterior["theta"].values,
+                               np.log(theta / (1 - theta)), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(idata.observed_data["k"].values, K)
+    ll = idata.log_likelihood["k"].values
+    assert ll.shape == (chains, draws, K.size)
+    from scipy.stats import binom
+
+    np.testing.assert_allclose(ll, binom.logpmf(K, N, theta[..., None]), rtol=1e-10)
+    from bomcmc.posterior import flatten  # batches of 333 draws, the last one padded
+
+    flat = flatten(bomcmc.from_numpyro(ARGS["bounded"][0], *ARGS["bounded"][1]))
+    raw = idata.unconstrained_posterior["theta"].values[..., None]
+    np.testing.assert_allclose(flat.log_likelihood(raw, max_elements=999)["k"], ll, rtol=1e-12)
+    loo = az.loo(idata)
+    assert np.isfinite(loo.elpd_loo)
+    assert np.isfinite(az.waic(idata).elpd_waic)
+
+    simplex = runs["simplex"][0].idata
+    assert simplex.posterior["p"].shape == (chains, draws, 4)
+    assert simplex.unconstrained_posterior["p"].shape == (chains, draws, 3)
+    np.testing.assert_allclose(simplex.posterior["p"].sum("p_dim_0").values, 1.0, rtol=1e-12)
+    assert simplex.log_likelihood["counts"].shape == (chains, draws)
+    scale = runs["scale"][0].idata
+    assert scale.posterior["variance"].shape == (chains, draws)
+    assert scale.log_likelihood["y"].shape == (chains, draws, Y.size)
+    assert np.isfinite(az.loo(scale).elpd_loo)
+    assert runs["scale"][0].idata.posterior.attrs["posterior"] == "custom"
+
+
+def test_starts_and_name():
+    model, args = ARGS["simplex"]
+    post = bomcmc.from_numpyro(model, *args)
+    assert post.name == "numpyro:simplex_model"
+    start = post.initializer(jax.random.PRNGKey(3))
+    assert np.shape(start["p"]) == (3,) and np.all(np.abs(np.asarray(start["p"])) <= 2.0)
+    bound = bomcmc.from_numpyro(functools.partial(scale_model, Y))
+    assert bound.name == "numpyro:scale_model"
+
+
+def test_bad_models_are_one_line_errors():
+    with pytest.raises(bomcmc.BomcmcError, match="callable"):
+        bomcmc.from_numpyro(42)
+
+    def broken(y):
+        numpyro.sample("y", dist.Normal(0.0, 1.0), obs=y)
+        raise ValueError("no\nsecond line")
+
+    with pytest.raises(bomcmc.BomcmcError, match="cannot be initialized: ValueError: no$"):
+        bomcmc.from_numpyro(broken, Y)
+
+
+# ---------------------------------------------------------------------------------------
+# The command line
+# ---------------------------------------------------------------------------------------
+MODEL_FILE = '''
+import functools
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+
+def bounded_model(a, b, n, k):
+    theta = numpyro.sample("theta", dist.Beta(a, b))
+    numpyro.deterministic("odds", theta / (1.0 - theta))
+    with numpyro.plate("obs", k.shape[0]):
+        numpyro.sample("k", dist.Binomial(n, theta), obs=k)
+
+
+model = functools.partial(bounded_model, 1.5, 2.0, np.array([5, 6, 4]), np.array([1, 0, 2]))
+not_a_model = 3
+'''
+
+
+def test_cli_model_file_sample_and_resume(tmp_path, monkeypatch, capsys, compilation_cache):
+    import arviz as az
+
+    monkeypatch.setenv("BOMCMC_NO_CACHE", "1")  # the fixture's cache is on; leave it as is
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_model.py").write_text(MODEL_FILE)
+    argv = ["sample", "--model", "my_model.py:model", "--sampler", "nuts", "--chains", "2",
+            "--draws", "100", "--warmup", "100", "--chunk-size", "50", "--float64",
+            "--no-progress", "--json", "--out"]
+    assert cli.main(argv + ["run"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert set(summary["variables"]) == {"theta", "odds"}
+    cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert cfg["model"] == f"{tmp_path / 'my_model.py'}:model"
+    idata = az.from_netcdf(tmp_path / "run" / "idata.nc")
+    assert {"observed_data", "log_likelihood"} <= set(idata.groups())
+
+    # cut the run after its first sampling chunk; `resume` loads the model file again
+    import shutil
+
+    shutil.copytree(tmp_path / "run", tmp_path / "cut")
+    chunks = sorted((tmp_path / "cut" / "chunks").iterdir())
+    for p in [chunks[-1], tmp_path / "cut" / "idata.nc", tmp_path / "cut" / "run.json"]:
+        p.unlink()
+    assert cli.main(["resume", "cut", "--no-progress", "--json"]) == 0
+    capsys.readouterr()
+    resumed = az.from_netcdf(tmp_path / "cut" / "idata.nc")
+    np.testing.assert_array_equal(resumed.posterior["theta"].values,
+                                  idata.posterior["theta"].values)
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("my_model.py:nope", "defines no 'nope'"),
+    ("missing.py:model", "no such model file"),
+    ("my_model.py", "--model must be FILE.py:NAME"),
+    ("my_model.py:not_a_model", "is a int"),
+    ("my_model.py:bounded_model", "takes arguments"),
+])
+def test_cli_bad_model_spec_is_one_line_exit_2(tmp_path, monkeypatch, capsys, spec, needle):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_model.py").write_text(MODEL_FILE)
+    assert cli.main(["sample", "--model", spec, "--out", "run"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("bomcmc: error: ") and needle in err
+
+
+def test_cli_needs_exactly_one_of_posterior_and_model(capsys):
+    assert cli.main(["sample", "--out", "d"]) == 2
+    assert "one of the arguments --posterior --model is required" in capsys.readouterr().err
+    assert cli.main(["sample", "--posterior", "funnel-10", "--model", "m.py:x",
+                     "--out", "d"]) == 2
+    assert "not allowed with" in capsys.readouterr().err
+
+
+def test_model_file_rules(tmp_path):
+    """NAME is a Posterior as it is; a callable with NAME_init a JAX log density; another
+    callable a NumPyro model with its data bound. The Posterior records FILE.py:NAME."""
+    from bomcmc.models import model_file
+
+    (tmp_path / "more.py").write_text(
+        "import jax.numpy as jnp\nimport bomcmc\n"
+        "def logdensity(x):\n    return -0.5 * jnp.sum(x['a'] ** 2)\n"
+        "logdensity_init = {'a': jnp.zeros(3)}\n"
+        "post = bomcmc.Posterior(logdensity, {'b': jnp.zeros(2)}, name='mine')\n")
+    (tmp_path / "my_model.py").write_text(MODEL_FILE)
+    ld = model_file.load(f"{tmp_path / 'more.py'}:logdensity")
+    assert ld.name == "file:logdensity" and np.shape(ld.init_position["a"]) == (3,)
+    assert ld.meta["model_file"] == f"{tmp_path / 'more.py'}:logdensity"
+    assert model_file.load(f"{tmp_path / 'more.py'}:post").name == "mine"
+    nm = model_file.load(f"{tmp_path / 'my_model.py'}:model")
+    assert nm.name == "numpyro:bounded_model" and set(nm.init_position) == {"theta"}
