@@ -19,7 +19,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from .config import float_dtype
-from .errors import BomcmcError
+from .errors import BomcmcError, first_line
 
 PyTree = Any
 INIT_RADIUS = 2.0  # uniform(−2, 2) on the unconstrained scale: Stan's and NumPyro's default start
@@ -236,9 +236,8 @@ def _check_logdensity(user_fn, init, flat_fn, flat0, check_finite: bool = True) 
     try:
         out = jax.eval_shape(user_fn, init)
     except Exception as e:  # noqa: BLE001 - report any tracing failure in one line
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BomcmcError(
-            f"logdensity cannot be evaluated at the initial position: {type(e).__name__}: {msg}"
+            f"logdensity cannot be evaluated at the initial position: {first_line(e)}"
         ) from None
     if not hasattr(out, "shape") or int(np.prod(out.shape, dtype=int)) != 1:
         shape = getattr(out, "shape", type(out).__name__)

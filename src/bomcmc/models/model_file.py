@@ -22,15 +22,11 @@ import inspect
 import sys
 from pathlib import Path
 
-from ..errors import BomcmcError
+from ..errors import BomcmcError, first_line
 from ..posterior import Posterior
 
 FORM = "FILE.py:NAME"
 
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
 
 
 def split_spec(spec: str) -> tuple[Path, str]:
@@ -55,7 +51,7 @@ def _run_file(path: Path):
         spec.loader.exec_module(module)
     except Exception as e:  # noqa: BLE001 - any failure of the user's file is bad input
         sys.modules.pop(key, None)
-        raise BomcmcError(f"{path}: cannot be loaded: {_first_line(e)}") from None
+        raise BomcmcError(f"{path}: cannot be loaded: {first_line(e)}") from None
     finally:
         try:
             sys.path.remove(str(path.parent))

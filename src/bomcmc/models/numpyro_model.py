@@ -24,7 +24,7 @@ import functools
 import jax
 import numpy as np
 
-from ..errors import BomcmcError
+from ..errors import BomcmcError, first_line
 from ..posterior import INIT_RADIUS, Posterior
 
 
@@ -34,10 +34,6 @@ def model_name(model) -> str:
         model = model.func
     return getattr(model, "__name__", type(model).__name__)
 
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
 
 
 def from_numpyro(model, *args, **kwargs) -> Posterior:
@@ -63,7 +59,7 @@ def from_numpyro(model, *args, **kwargs) -> Posterior:
                                 model_args=args, model_kwargs=kwargs)
     except Exception as e:  # noqa: BLE001 - a model that cannot be traced is bad input
         raise BomcmcError(f"NumPyro model '{name}' cannot be initialized: "
-                          f"{_first_line(e)}") from None
+                          f"{first_line(e)}") from None
     init = {k: np.asarray(v) for k, v in info.param_info.z.items()}
     if not init:
         raise BomcmcError(f"NumPyro model '{name}' has no continuous latent sites to sample")

@@ -22,15 +22,11 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from ..errors import BomcmcError
+from ..errors import BomcmcError, first_line
 from ..posterior import Posterior
 
 PYMC_JITTER = 1.0  # pm.sample's "jitter+adapt_diag": the initial point plus uniform(−1, 1)
 
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
 
 
 def from_pymc(model) -> Posterior:
@@ -68,7 +64,7 @@ def from_pymc(model) -> Posterior:
         observed = {k: np.asarray(v) for k, v in find_observations(model).items()}
     except Exception as e:  # noqa: BLE001 - a graph that does not compile is bad input
         raise BomcmcError(f"PyMC model '{name}' cannot be turned into JAX: "
-                          f"{_first_line(e)}") from None
+                          f"{first_line(e)}") from None
     out_names = [v.name for v in outputs]
     init = {k: np.asarray(start[k]) for k in value_names}
 
