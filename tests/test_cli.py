@@ -109,8 +109,37 @@ def test_summary_json(run_dir, cache_dir):
         assert set(run[k]) == {"min", "median", "max"}
     assert run["n_grad"] > 0 and run["chains"] == 2 and run["draws"] == 50
     assert run["tuner"] == "fixed"  # no host tuner: the table prints no tuner line
-    # summary (re)writes the plots
+    # summary writes no plot unless asked
+    assert not (out / "trace.png").exists() and not (out / "autocorr.png").exists()
+    proc = run_cli(cache_dir, "summary", out, "--plots")
+    assert proc.returncode == 0, proc.stderr
     assert (out / "trace.png").is_file() and (out / "autocorr.png").is_file()
+
+
+def test_summary_without_plots_writes_no_file(run_dir):
+    out, _ = run_dir
+    before = sorted(p.name for p in out.rglob("*"))
+    stamp = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    assert cli.main(["summary", str(out), "--no-plots"]) == 0
+    assert sorted(p.name for p in out.rglob("*")) == before
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == stamp
+
+
+def test_summary_of_one_variable_and_an_unwritable_plot(run_dir, tmp_path, capsys):
+    """--var restricts the table; a plot path that is a directory is a warning, exit 0."""
+    import shutil
+
+    out, _ = run_dir
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    (copy / "trace.png").unlink(missing_ok=True)
+    (copy / "trace.png").mkdir()
+    assert cli.main(["summary", str(copy), "--var", "x", "--plots", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert list(json.loads(captured.out)["variables"]) == ["x"]
+    assert "trace.png: not written" in captured.err
+    assert cli.main(["summary", str(copy), "--var", "nope"]) == 2
+    assert "no variable 'nope'" in capsys.readouterr().err
 
 
 def test_sample_into_nonempty_run_dir_needs_overwrite(run_dir, cache_dir):

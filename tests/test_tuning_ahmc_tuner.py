@@ -168,7 +168,7 @@ def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
     assert s["tuning"]["eps_bounds"] == [0.01, 0.3]
     for name in ("reward_surface.png", "reward_slice.png"):
         (out / name).unlink()
-    assert cli.main(["summary", str(out)]) == 0  # the table, plus the bandit's lines
+    assert cli.main(["summary", str(out), "--plots"]) == 0  # the table, the bandit's lines
     text = capsys.readouterr().out
     assert "GP bandit: 48 BO steps (40 in warm-up)" in text and "final step size" in text
     assert "tuner (ahmc) host time" in text and "% of warm-up + sampling" in text

@@ -59,12 +59,15 @@ def _summarize(result) -> dict:
     return summarize(result.idata, result.totals)
 
 
-def _report(result, run_dir: Path, as_json: bool, summary: dict | None = None) -> None:
-    """Print the summary (table or JSON), each warning of the run on stderr as one line
-    `bomcmc: warning: <message>`, and write the plots into the run directory."""
+def _report(result, run_dir: Path, args, summary: dict | None = None) -> None:
+    """Print the summary (table or JSON) of the variables `args.var` names (all by default),
+    each warning of the run on stderr as one line `bomcmc: warning: <message>`, and with
+    `args.plots` write the plots into the run directory (a plot that cannot be written is a
+    warning, not a failure: the numbers are out already)."""
+    as_json = args.json
+    var_names = _check_vars(result.idata, getattr(args, "var", None))
     import warnings
 
-    from ..diagnostics import plots
     from ..diagnostics import format_table
     from ..tuning.history import summarize_tuning
 
@@ -73,6 +76,9 @@ def _report(result, run_dir: Path, as_json: bool, summary: dict | None = None) -
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         summary = summary if summary is not None else _summarize(result)
+        if var_names:
+            summary = {**summary, "variables": {k: v for k, v in summary["variables"].items()
+                                                if k in var_names}}
         tuning = summarize_tuning(result.idata)
         if tuning is not None:
             summary = {**summary, "tuning": _clean_json(tuning)}
@@ -86,11 +92,43 @@ def _report(result, run_dir: Path, as_json: bool, summary: dict | None = None) -
         for msg in summary.get("warnings") or []:
             print(f"bomcmc: warning: {msg}", file=sys.stderr)
         sys.stderr.flush()
-        plots.plot_trace(result.idata, run_dir / "trace.png")
-        plots.plot_autocorr(result.idata, run_dir / "autocorr.png")
-        if tuning is not None:
-            plots.plot_reward_surface(result.idata, run_dir / "reward_surface.png")
-            plots.plot_reward_slice(result.idata, run_dir / "reward_slice.png")
+        if getattr(args, "plots", True):
+            _write_plots(result.idata, run_dir, tuning is not None, var_names)
+
+
+def _check_vars(idata, names):
+    """The requested variable names, checked against the run's (one-line error)."""
+    if not names:
+        return None
+    from ..errors import BomcmcError
+
+    known = list(idata.posterior.data_vars)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise BomcmcError(f"no variable {', '.join(map(repr, unknown))} in this run "
+                          f"(variables: {', '.join(known)})")
+    return list(dict.fromkeys(names))
+
+
+def _write_plots(idata, run_dir: Path, tuned: bool, var_names) -> None:
+    from ..diagnostics import plots
+
+    shown = idata
+    if var_names:
+        import arviz as az
+
+        shown = az.InferenceData(posterior=idata.posterior[var_names],
+                                 sample_stats=idata.sample_stats)
+    jobs = [(plots.plot_trace, shown, "trace.png"), (plots.plot_autocorr, shown, "autocorr.png")]
+    if tuned:
+        jobs += [(plots.plot_reward_surface, idata, "reward_surface.png"),
+                 (plots.plot_reward_slice, idata, "reward_slice.png")]
+    for fn, data, name in jobs:
+        try:
+            fn(data, run_dir / name)
+        except OSError as e:
+            print(f"bomcmc: warning: {run_dir / name}: not written ({e.strerror or e})",
+                  file=sys.stderr)
 
 
 def _clean_json(obj):
@@ -152,7 +190,7 @@ def cmd_sample(args) -> int:
         raise bomcmc.BomcmcError(f"{out}: exists and is not a directory")
     with _no_python_warnings():  # _report prints them, one line each
         result = bomcmc.sample(**sample_kwargs(args))
-    _report(result, Path(result.path or out), args.json)
+    _report(result, Path(result.path or out), args)
     return 0
 
 
@@ -163,7 +201,7 @@ def cmd_resume(args) -> int:
     _check_run_dir(args.dir)
     with _no_python_warnings():
         result = bomcmc.resume(args.dir, progress=not args.no_progress)
-    _report(result, Path(result.path or args.dir), args.json)
+    _report(result, Path(result.path or args.dir), args)
     return 0
 
 
@@ -175,5 +213,5 @@ def cmd_summary(args) -> int:
     # directory is reported rather than half-trusted.
     _check_run_dir(args.dir)
     result = bomcmc.load(args.dir)
-    _report(result, Path(args.dir), args.json, summary=_summarize(result))
+    _report(result, Path(args.dir), args, summary=_summarize(result))
     return 0

@@ -184,11 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
     _output_flags(r)
 
     m = sub.add_parser("summary", help="summarize a finished run",
-                       description="Print the diagnostics of a finished run and write "
-                                   "trace.png and autocorr.png into its directory (and, for "
-                                   "an ahmc run, reward_surface.png and reward_slice.png).")
+                       description="Print the diagnostics of a finished run; with --plots, "
+                                   "also write trace.png and autocorr.png into its directory "
+                                   "(and, for a tuned run, reward_surface.png and "
+                                   "reward_slice.png).")
     m.add_argument("dir", metavar="DIR", help="run directory")
     m.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _view_flags(m, plots=False)
 
     from . import bnn as cli_bnn
 
@@ -202,6 +204,15 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true",
                    help="print the summary as JSON instead of the table")
+    _view_flags(p, plots=True)
+
+
+def _view_flags(p: argparse.ArgumentParser, plots: bool) -> None:
+    p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=plots,
+                   help="write the diagnostic plots into the run directory (default: "
+                        f"{'yes' if plots else 'no'})")
+    p.add_argument("--var", action="append", default=None, metavar="NAME",
+                   help="only this variable in the table and the plots (repeatable)")
 
 
 def _cli_bnn():

@@ -145,33 +145,40 @@ def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
     return acf
 
 
+COLUMNS = (("mean", "mean", 4), ("sd", "sd", 4), ("mcse", "mcse_mean", 3),
+           ("ess_bulk", "ess_bulk", 4), ("ess_tail", "ess_tail", 4), ("r_hat", "r_hat", 4))
+
+
+def cell(v, digits: int) -> str:
+    """A number in at most 10 characters: `digits` significant figures, nan for None."""
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "nan"
+    return f"{float(v):.{digits}g}"
+
+
 def format_table(summary: dict, max_rows: int = 40) -> str:
-    """A fixed-width table of the summary for the terminal."""
-    lines = [f"{'variable':<22}{'mean':>10}{'sd':>10}{'mcse':>10}{'ess_bulk':>10}"
-             f"{'ess_tail':>10}{'r_hat':>8}"]
-
-    def fmt(v, w, p):
-        if v is None:
-            return f"{'nan':>{w}}"
-        if abs(v) >= 10 ** (w - p - 3) or (v != 0 and abs(v) < 10 ** -p):
-            return f"{v:>{w}.{max(p, 2)}g}"
-        return f"{v:>{w}.{p}f}"
-
-    rows = 0
+    """A table of the summary for the terminal: every column as wide as its widest cell,
+    separated by two spaces, so neighbouring numbers never run together."""
+    rows = []
+    total = sum(np.size(v["mean"]) for v in summary["variables"].values())
     for name, s in summary["variables"].items():
         arrs = {k: np.asarray(v, dtype=object).ravel() for k, v in s.items()}
         n = len(arrs["mean"])
         for i in range(n):
-            if rows >= max_rows:
-                lines.append(f"... ({sum(np.size(v['mean']) for v in summary['variables'].values()) - rows} more)")
+            if len(rows) >= max_rows:
                 break
             label = name if n == 1 else f"{name}[{i}]"
-            lines.append(
-                f"{label:<22}{fmt(arrs['mean'][i], 10, 3)}{fmt(arrs['sd'][i], 10, 3)}"
-                f"{fmt(arrs['mcse_mean'][i], 10, 4)}{fmt(arrs['ess_bulk'][i], 10, 0)}"
-                f"{fmt(arrs['ess_tail'][i], 10, 0)}{fmt(arrs['r_hat'][i], 8, 3)}"
-            )
-            rows += 1
+            rows.append([label] + [cell(arrs[key][i], d) for _, key, d in COLUMNS])
+    header = ["variable"] + [title for title, _, _ in COLUMNS]
+    widths = [max(len(r[j]) for r in rows + [header]) for j in range(len(header))]
+
+    def line(r):
+        return "  ".join([r[0].ljust(widths[0])] +
+                         [c.rjust(w) for c, w in zip(r[1:], widths[1:])])
+
+    lines = [line(header)] + [line(r) for r in rows]
+    if total > len(rows):
+        lines.append(f"... ({total - len(rows)} more)")
     r = summary["run"]
 
     def mmm(d, p):
