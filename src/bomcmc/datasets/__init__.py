@@ -15,13 +15,17 @@ def data_path(*parts: str):
 
 
 def read_csv(path, name: str | None = None) -> tuple[list[str], np.ndarray]:
-    """Read a numeric CSV with a header row. Malformed files raise a one-line BomcmcError
-    naming the file, the line and the problem."""
+    """Read a numeric CSV with a header row: UTF-8 with or without a byte-order mark (Excel's
+    "CSV UTF-8"), any line ends. Malformed files raise a one-line BomcmcError naming the
+    file, the line and the problem."""
     name = name or str(path)
     try:
-        text = path.read_text() if hasattr(path, "read_text") else open(path).read()
+        raw = path.read_bytes() if hasattr(path, "read_bytes") else open(path, "rb").read()
+        text = raw.decode("utf-8-sig")
     except OSError as e:
         raise BomcmcError(f"{name}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise BomcmcError(f"{name}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     rows = list(csv.reader(text.splitlines()))
     if not rows:
         raise BomcmcError(f"{name}: file is empty")
@@ -34,16 +38,26 @@ def read_csv(path, name: str | None = None) -> tuple[list[str], np.ndarray]:
             raise BomcmcError(
                 f"{name}: line {lineno} has {len(row)} fields, header has {len(header)}"
             )
-        try:
-            data.append([float(c) for c in row])
-        except ValueError:
-            raise BomcmcError(f"{name}: line {lineno} has a non-numeric field") from None
+        data.append(_numbers(row, header, name, lineno))
     if not data:
         raise BomcmcError(f"{name}: no data rows")
-    arr = np.asarray(data, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise BomcmcError(f"{name}: contains NaN or inf values")
-    return header, arr
+    return header, np.asarray(data, dtype=np.float64)
+
+
+def _numbers(row: list[str], header: list[str], name: str, lineno: int) -> list[float]:
+    """One data row as floats; a non-number or a NaN/inf is an error naming line and column."""
+    values = []
+    for col, cell in zip(header, row):
+        try:
+            v = float(cell)
+        except ValueError:
+            raise BomcmcError(f"{name}: line {lineno}, column '{col}': "
+                              f"{cell.strip()!r} is not a number") from None
+        if not np.isfinite(v):
+            raise BomcmcError(f"{name}: line {lineno}, column '{col}': {cell.strip()} "
+                              "(NaN or inf) is not allowed")
+        values.append(v)
+    return values
 
 
 LOGREG_DATASETS = ("australian", "german", "heart", "pima", "ripley")
