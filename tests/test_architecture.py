@@ -134,3 +134,11 @@ def test_no_module_is_too_long():
     long = [f"{p.relative_to(SRC)} ({n} lines)" for p in SRC.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > 420]
     assert not long, long
+
+
+def test_every_package_has_an_init():
+    """setuptools' find_packages ships only folders with an __init__.py: a folder of modules
+    without one works in an editable install and is missing from a wheel."""
+    missing = sorted(str(d.relative_to(SRC)) for d in SRC.rglob("*")
+                     if d.is_dir() and any(d.glob("*.py")) and not (d / "__init__.py").exists())
+    assert not missing, missing

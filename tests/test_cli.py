@@ -309,3 +309,16 @@ def test_plot_labels_and_files(tmp_path):
     import matplotlib.pyplot as plt
 
     assert plt.get_fignums() == []  # figures are closed
+
+
+def test_the_console_script_entry_point_resolves():
+    """pyproject's `bomcmc = "module:function"` names a callable main (a refactor once left
+    it pointing at a package)."""
+    import importlib
+    import tomllib
+    from pathlib import Path
+
+    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    module, _, attr = meta["project"]["scripts"]["bomcmc"].partition(":")
+    fn = getattr(importlib.import_module(module), attr)
+    assert callable(fn) and fn(["--version"]) == 0
