@@ -32,7 +32,7 @@ def sample_kwargs(args: argparse.Namespace) -> dict:
         posterior=posterior, sampler=args.sampler, chains=args.chains, draws=args.draws,
         warmup=args.warmup, seed=args.seed, out=args.out, thin=args.thin,
         chunk_size=args.chunk_size, progress=not args.no_progress, float64=args.float64,
-        init_jitter=args.init_jitter, overwrite=args.overwrite,
+        init_jitter=args.init_jitter, overwrite=args.overwrite, save_warmup=args.save_warmup,
     )
     if args.adapt is not None:
         kw["adapt"] = None if args.adapt == "none" else args.adapt

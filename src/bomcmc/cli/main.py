@@ -141,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--float64", action="store_true", help="sample in 64-bit floats")
     s.add_argument("--overwrite", action="store_true",
                    help="replace the contents of a non-empty --out directory")
+    s.add_argument("--save-warmup", action="store_true",
+                   help="keep the warm-up draws (InferenceData groups warmup_posterior and "
+                        "warmup_sample_stats)")
     s.add_argument("--init-jitter", type=nonneg_float, default=0.0, metavar="X",
                    help="scale of the random jitter of each chain's start (default: 0)")
     knobs = s.add_argument_group("sampler knobs (only those given are passed; the sampler's "

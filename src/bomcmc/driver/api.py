@@ -229,6 +229,7 @@ def sample(
     init_jitter: float = 0.0,
     init_strategy: str | None = None,
     init_per_chain: bool = False,
+    save_warmup: bool = False,
     overwrite: bool = False,
     tuner: Tuner | None = None,
     adapt: str | None | object = "auto",
@@ -257,6 +258,8 @@ def sample(
     gives the variables' structure. `init_strategy="init"` starts every chain at `init`
     (jittered by ±`init_jitter`, which implies it); `init_per_chain=True` takes `init` as one
     start per chain (a leading chain axis on every leaf, or a list of positions).
+    `save_warmup=True` keeps the warm-up draws in the InferenceData's `warmup_posterior` and
+    `warmup_sample_stats` groups (ArviZ's names).
     """
     t_start = time.perf_counter()
     _preload_arviz()
@@ -276,7 +279,7 @@ def sample(
         chunk_seconds=None if chunk_size is not None else chunk_seconds,
         float64=bool(float64 or jax.config.read("jax_enable_x64")),
         init_jitter=float(init_jitter), init_strategy=init_strategy,
-        init_per_chain=bool(init_per_chain),
+        init_per_chain=bool(init_per_chain), save_warmup=bool(save_warmup),
         knobs={k: jsonable(v) for k, v in knobs.items()},
         adapt=adapt, adapt_options={k: jsonable(v) for k, v in adapt_options.items()},
         tuner_options=None if tuner_options is None else json_options(tuner_options),

@@ -18,6 +18,7 @@ def assemble(run: Run, store, wall_total: float):
 
     spec, flat = run.spec, run.flat
     pos, lp, stats = [], [], {}
+    warm = ([], [], {})  # the warm-up's positions, log densities and info, if kept
     warm_grad = samp_grad = 0
     warm_wall = samp_wall = tuner_s = 0.0
     history = []
@@ -30,23 +31,17 @@ def assemble(run: Run, store, wall_total: float):
         if int(rec["phase"]) == WARMUP:
             warm_grad += n_grad
             warm_wall += float(rec["wall_s"])
+            if spec.save_warmup:
+                _collect(rec, *warm)
             continue
         samp_grad += n_grad
         samp_wall += float(rec["wall_s"])
-        pos.append(rec["positions"])
-        lp.append(rec["lp"])
-        for k, v in rec.items():
-            if k.startswith("info."):
-                stats.setdefault(k[5:], []).append(v)
+        _collect(rec, pos, lp, stats)
     if not pos:
         raise BomcmcError(f"the run has no sampling draws: max_grad={spec.max_grad} was "
                           "reached during warm-up (raise max_grad or shorten the warm-up)")
-    positions = np.concatenate(pos, axis=1)
+    positions, sample_stats = _joined(pos, lp, stats)
     posterior = flat.split(positions)
-    sample_stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
-    sample_stats["lp"] = np.concatenate(lp, axis=1)
-    if "diverging" in sample_stats:
-        sample_stats["diverging"] = sample_stats["diverging"].astype(bool)
     totals = {
         "n_grad": samp_grad,
         "n_grad_warmup": warm_grad,
@@ -74,8 +69,15 @@ def assemble(run: Run, store, wall_total: float):
         "totals": json.dumps(totals, sort_keys=True),
     }
     constrained = flat.constrained(positions)
+    warmup = {}
+    if spec.save_warmup and warm[0]:
+        warm_pos, warm_stats = _joined(*warm)
+        warm_constrained = flat.constrained(warm_pos)
+        warmup = dict(warmup_posterior=(warm_constrained if warm_constrained is not None
+                                        else flat.split(warm_pos)),
+                      warmup_sample_stats=warm_stats, save_warmup=True)
     idata = az.from_dict(posterior=constrained if constrained is not None else posterior,
-                         sample_stats=sample_stats, attrs=attrs)
+                         sample_stats=sample_stats, attrs=attrs, **warmup)
     if constrained is not None:
         idata.add_groups(unconstrained_posterior=az.dict_to_dataset(posterior, library=None))
     add_model_groups(idata, flat, positions)
@@ -83,6 +85,24 @@ def assemble(run: Run, store, wall_total: float):
     if history:
         add_tuning_group(idata, history, run.tuner.state_dict(history=False))
     return idata, totals
+
+
+def _collect(rec: dict, pos: list, lp: list, stats: dict) -> None:
+    """Append a chunk record's draws, log densities and info fields to the lists."""
+    pos.append(rec["positions"])
+    lp.append(rec["lp"])
+    for k, v in rec.items():
+        if k.startswith("info."):
+            stats.setdefault(k[5:], []).append(v)
+
+
+def _joined(pos: list, lp: list, stats: dict):
+    """(positions (chains, draws, dim), sample_stats) of collected chunks."""
+    sample_stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
+    sample_stats["lp"] = np.concatenate(lp, axis=1)
+    if "diverging" in sample_stats:
+        sample_stats["diverging"] = sample_stats["diverging"].astype(bool)
+    return np.concatenate(pos, axis=1), sample_stats
 
 
 def add_model_groups(idata, flat, positions: np.ndarray) -> None:
