@@ -145,7 +145,7 @@ def _fit(args) -> int:
         super_transitions=args.super_transitions, budget=args.budget, burn_in=args.burn_in,
         eps_bounds=tuple(args.eps_bounds), steps_bounds=tuple(args.steps_bounds),
         step_size=args.step_size, steps=args.steps, pretrain_steps=args.pretrain_steps,
-        seed=args.seed, out=out, progress=not args.no_progress, overwrite=True)
+        seed=args.seed, out=out, progress=False if args.no_progress else None, overwrite=True)
     (out / "bnn.json").unlink(missing_ok=True)
     reg.fit(X, y)
     (out / "columns.json").write_text(json.dumps({"inputs": inputs, "target": target}))
@@ -192,7 +192,7 @@ def cmd_demo(args) -> int:
     from .demo import format_summary, run_demo
 
     summary = run_demo(budget=args.budget, out=args.out, seed=args.seed,
-                       progress=not args.no_progress, overwrite=args.overwrite,
+                       progress=False if args.no_progress else None, overwrite=args.overwrite,
                        sampler=args.sampler)
     if args.json:
         print(json.dumps({k: v for k, v in summary.items()}))

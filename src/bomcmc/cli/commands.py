@@ -31,7 +31,7 @@ def sample_kwargs(args: argparse.Namespace) -> dict:
     kw = dict(
         posterior=posterior, sampler=args.sampler, chains=args.chains, draws=args.draws,
         warmup=args.warmup, seed=args.seed, out=args.out, thin=args.thin,
-        chunk_size=args.chunk_size, progress=not args.no_progress, float64=args.float64,
+        chunk_size=args.chunk_size, progress=False if args.no_progress else None, float64=args.float64,
         init_jitter=args.init_jitter, overwrite=args.overwrite, save_warmup=args.save_warmup,
     )
     if args.adapt is not None:
@@ -200,7 +200,7 @@ def cmd_resume(args) -> int:
     bomcmc.enable_compilation_cache()
     _check_run_dir(args.dir)
     with _no_python_warnings():
-        result = bomcmc.resume(args.dir, progress=not args.no_progress)
+        result = bomcmc.resume(args.dir, progress=False if args.no_progress else None)
     _report(result, Path(result.path or args.dir), args)
     return 0
 

@@ -26,7 +26,7 @@ from ..store import DiskStore, MemoryStore, read_json
 from ..tuning.base import Tuner
 from .assemble import assemble, tuner_history
 from .engine import Run
-from .host_loop import default_buffer, execute, unpack
+from .host_loop import default_buffer, execute, show_progress, unpack
 from .spec import RunSpec, json_options, jsonable
 
 
@@ -149,7 +149,7 @@ def default_tuner(run: Run, states) -> None:
 
 
 def prepare(spec: RunSpec, post: Posterior, store, tuner: Tuner | None,
-            sampler: registry.Sampler, fresh: bool):
+            sampler: registry.Sampler, fresh: bool, progress: bool = False):
     """The run, compiled, and where it starts: (run, states, adapt_state, next transition,
     next chunk index). Unless `fresh`, a store with chunks continues from its last one."""
     run = Run(spec, post, store, tuner, sampler)
@@ -165,8 +165,22 @@ def prepare(spec: RunSpec, post: Posterior, store, tuner: Tuner | None,
         states, adapt_state = _restore(run, last, template, adapt_template)
         next_iter = int(last["start_iter"]) + int(last["n_draws"]) * int(last["thin"])
         index = int(last["index"]) + 1
-    run.compile(states, adapt_state)
+    _compile(run, states, adapt_state, progress)
     return run, states, adapt_state, next_iter, index
+
+
+def _compile(run: Run, states, adapt_state, progress: bool) -> None:
+    """Compile the chunk, saying so on stderr when a progress bar is shown (compilation takes
+    seconds and shows nothing else)."""
+    import sys
+
+    if progress:
+        sys.stderr.write(f"{run.spec.sampler}: compiling... ")
+        sys.stderr.flush()
+    run.compile(states, adapt_state)
+    if progress:
+        sys.stderr.write(f"{run.compile_s:.1f} s\n")
+        sys.stderr.flush()
 
 
 def _restore(run: Run, last: dict, template, adapt_template):
@@ -224,7 +238,7 @@ def sample(
     thin: int = 1,
     chunk_size: int | None = None,
     chunk_seconds: float = 1.0,
-    progress: bool = True,
+    progress: bool | None = None,
     float64: bool = False,
     init_jitter: float = 0.0,
     init_strategy: str | None = None,
@@ -258,7 +272,9 @@ def sample(
     gives the variables' structure. `init_strategy="init"` starts every chain at `init`
     (jittered by ±`init_jitter`, which implies it); `init_per_chain=True` takes `init` as one
     start per chain (a leading chain axis on every leaf, or a list of positions).
-    `save_warmup=True` keeps the warm-up draws in the InferenceData's `warmup_posterior` and
+    `progress` shows a bar (tqdm.auto, so a widget in a notebook) with the phase, acceptance,
+    divergences in warm-up/sampling and the knobs, after a "compiling..." line; None (the
+    default) shows it only when stderr is a terminal. `save_warmup=True` keeps the warm-up draws in the InferenceData's `warmup_posterior` and
     `warmup_sample_stats` groups (ArviZ's names).
     """
     t_start = time.perf_counter()
@@ -292,8 +308,9 @@ def sample(
     store = DiskStore(out) if out is not None else MemoryStore()
     if isinstance(store, DiskStore):
         store.check_writable(overwrite)
+    progress = show_progress(progress)
     run, states, adapt_state, next_iter, index = prepare(spec, post, store, tuner, smp,
-                                                         fresh=True)
+                                                         fresh=True, progress=progress)
     if isinstance(store, DiskStore):
         store.create(dataclasses.asdict(spec), overwrite=overwrite)
     execute(run, states, adapt_state, next_iter, index, progress)
@@ -305,7 +322,7 @@ def resume(
     logdensity=None,
     init=None,
     *,
-    progress: bool = True,
+    progress: bool | None = None,
     tuner: Tuner | None = None,
     sampler: "registry.Sampler | Kernel | None" = None,
 ) -> SampleResult:
@@ -336,8 +353,9 @@ def resume(
     else:
         post = resolve_posterior(posterior=spec.posterior)
     smp = registry.get(sampler if sampler is not None else spec.sampler)
+    progress = show_progress(progress)
     run, states, adapt_state, next_iter, index = prepare(spec, post, store, tuner, smp,
-                                                         fresh=False)
+                                                         fresh=False, progress=progress)
     execute(run, states, adapt_state, next_iter, index, progress)
     return _finish(run, store, time.perf_counter() - t_start)
 

@@ -45,13 +45,41 @@ def unpack(rec: dict, prefix: str, template):
     return type(template)(*[jnp.asarray(rec[f"{prefix}.{f}"]) for f in template._fields])
 
 
-def _progress_bar(spec: RunSpec, done: int, enabled: bool):
+def show_progress(progress: bool | None) -> bool:
+    """None (the default): a bar only when stderr is a terminal, so logs and CI stay clean."""
+    import sys
+
+    return bool(progress) if progress is not None else sys.stderr.isatty()
+
+
+def _progress_bar(spec: RunSpec, done: int, grads: float, enabled: bool):
+    """tqdm.auto (a widget in a notebook). With a leapfrog budget the bar counts gradients
+    per chain up to `max_grad`, since the draws are then only an upper bound."""
     if not enabled:
         return None
     from tqdm.auto import tqdm
 
+    if spec.max_grad:
+        return tqdm(total=spec.max_grad, initial=int(grads), unit="grad", dynamic_ncols=True,
+                    desc=f"{spec.sampler} x{spec.chains}", leave=True)
     return tqdm(total=spec.total_iterations, initial=done, unit="it", dynamic_ncols=True,
                 desc=f"{spec.sampler} x{spec.chains}", leave=True)
+
+
+def _postfix(phase: int, rec: dict, divergences: list[int]) -> str:
+    """Phase, acceptance, divergences in warm-up / sampling, and the knobs the chunk ran with:
+    ε, and the tree depth (NUTS) or the trajectory length L (HMC, adaptive samplers)."""
+    info = {k[5:]: v for k, v in rec.items() if k.startswith("info.")}
+    parts = [f"{'warmup' if phase == WARMUP else 'sampling'}",
+             f"acc={float(info['acceptance_rate'].mean()):.2f}",
+             f"div={divergences[WARMUP]}/{divergences[SAMPLING]}"]
+    if "step_size" in info:
+        parts.append(f"eps={float(np.mean(info['step_size'])):.3g}")
+    if "tree_depth" in info:
+        parts.append(f"depth={float(np.mean(info['tree_depth'])):.1f}")
+    elif "n_steps" in info:
+        parts.append(f"L={float(np.mean(info['n_steps'])):.1f}")
+    return " ".join(parts)
 
 
 FIRST_CHUNK = 10  # draws in the first time-targeted chunk, which measures the pace
@@ -81,12 +109,12 @@ def _chunk_length(spec: RunSpec, preferred, pace: float | None) -> int:
 def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
              progress: bool) -> None:
     spec, knobs = run.spec, run.knobs
-    bar = _progress_bar(spec, next_iter, progress)
     pace = None  # seconds per transition, measured on the last chunk
-    divergences = 0
+    divergences = [0, 0]  # warm-up, sampling
     # gradients per chain so far, for the max_grad stop (a fixed leapfrog budget)
     grads = sum(float(np.sum(rec["info.n_grad"])) for rec in run.store.chunks()) \
         / spec.chains if spec.max_grad and next_iter else 0.0
+    bar = _progress_bar(spec, next_iter, grads, progress)
     try:
         while next_iter < spec.total_iterations and not (spec.max_grad
                                                           and grads >= spec.max_grad):
@@ -122,12 +150,9 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             chunk_index += 1
             grads += float(np.sum(rec["info.n_grad"])) / spec.chains
             if bar is not None:
-                divergences += int(rec["info.diverging"].sum())
-                bar.set_postfix_str(
-                    f"{'warmup' if phase == WARMUP else 'sampling'} "
-                    f"acc={float(rec['info.acceptance_rate'].mean()):.2f} div={divergences}",
-                    refresh=False)
-                bar.update(n * thin)
+                divergences[phase] += int(rec["info.diverging"].sum())
+                bar.set_postfix_str(_postfix(phase, rec, divergences), refresh=False)
+                bar.update(min(int(grads), bar.total) - bar.n if spec.max_grad else n * thin)
     finally:
         if bar is not None:
             bar.close()
