@@ -35,6 +35,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
 from ..errors import BomcmcError
 from ..store import atomic_write, atomic_write_text
 
@@ -60,7 +63,7 @@ def _check_int(name, v, lo=1):
     return int(v)
 
 
-class BayesianMLPRegressor:
+class BayesianMLPRegressor(RegressorMixin, BaseEstimator):
     """Bayesian multi-layer perceptron regression by MCMC.
 
     Args:
@@ -75,6 +78,12 @@ class BayesianMLPRegressor:
         pretrain_steps: Adam steps to a MAP start with the sigmas fixed (0: none).
         out: directory for the run (streams to disk, resumable); None keeps it in memory.
         progress, overwrite: as `bomcmc.sample`.
+
+    A scikit-learn regressor: parameters are stored as given and checked in `fit`
+    (`get_params` / `set_params`, `clone`, `Pipeline`, `GridSearchCV` and `cross_val_score`
+    work), `score` is R² (`test_error` is the mean squared error the robot-arm literature
+    reports), `predict` before `fit` raises `NotFittedError`, and `fit` sets
+    `n_features_in_` (and `feature_names_in_` for a DataFrame).
     """
 
     def __init__(self, hidden=(16,), *, prior: str = DEFAULT_PRIOR, noise: str = DEFAULT_NOISE,
@@ -83,8 +92,8 @@ class BayesianMLPRegressor:
                  burn_in: float = 0.25, eps_bounds=(0.01, 1.01), steps_bounds=(20, 500),
                  step_size: float = 0.1, steps: int = 100, nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
-                 progress: bool = True, overwrite: bool = False):
-        self.hidden = tuple(hidden) if not isinstance(hidden, int) else (hidden,)
+                 progress: bool | None = None, overwrite: bool = False):
+        self.hidden = hidden
         self.prior, self.noise, self.activation = prior, noise, activation
         self.sampler, self.folds, self.chains = sampler, folds, chains
         self.super_transitions, self.budget, self.burn_in = super_transitions, budget, burn_in
@@ -93,20 +102,14 @@ class BayesianMLPRegressor:
         self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out
         self.progress, self.overwrite = progress, overwrite
 
-    # -- sklearn-style parameters -----------------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict:
-        return {k: getattr(self, k) for k in (
-            "hidden", "prior", "noise", "activation", "sampler", "folds", "chains",
-            "super_transitions", "budget", "burn_in", "eps_bounds", "steps_bounds",
-            "step_size", "steps", "nuts_warmup", "pretrain_steps", "seed", "out", "progress",
-            "overwrite")}
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True  # MCMC: a different seed gives different draws
+        return tags
 
-    def set_params(self, **params) -> "BayesianMLPRegressor":
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise BomcmcError(f"unknown parameter '{k}'")
-            setattr(self, k, v)
-        return self
+    def _hidden(self) -> tuple[int, ...]:
+        return (self.hidden,) if isinstance(self.hidden, (int, np.integer)) else \
+            tuple(self.hidden)
 
     def _validate(self) -> None:
         if not isinstance(self.sampler, str) or sampler_name(self.sampler) not in SAMPLERS:
@@ -124,7 +127,7 @@ class BayesianMLPRegressor:
     def _model(self, X, y):
         from .network import BNN
 
-        return BNN(X, y, hidden=self.hidden, prior=self.prior, likelihood="real",
+        return BNN(X, y, hidden=self._hidden(), prior=self.prior, likelihood="real",
                    noise=self.noise, activation=self.activation, name="bnn")
 
     def _start(self, model):
@@ -161,6 +164,10 @@ class BayesianMLPRegressor:
         from ..driver import api as _run
 
         self._validate()
+        self.n_features_in_ = int(np.shape(X)[1]) if np.ndim(X) == 2 else 1
+        if hasattr(X, "columns"):
+            self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
         model = self._model(X, y)
         self._y_ndim = np.asarray(y).ndim
         sampler, post, kw, cv = self._sampler_and_posterior(model, self._start(model))
@@ -199,8 +206,7 @@ class BayesianMLPRegressor:
 
     # -- prediction -------------------------------------------------------------------------
     def _check_fitted(self) -> None:
-        if not hasattr(self, "model_"):
-            raise BomcmcError("this BayesianMLPRegressor is not fitted yet: call fit(X, y)")
+        check_is_fitted(self, "model_")
 
     def draws_(self) -> np.ndarray:
         """Flat network draws (S, dim) used for prediction (every fold network for CV)."""
@@ -231,9 +237,9 @@ class BayesianMLPRegressor:
             mean, std = mean[:, 0], std[:, 0]
         return (mean, std) if return_std else mean
 
-    def score(self, X, y) -> float:
+    def test_error(self, X, y) -> float:
         """Test error in the convention of Wang 2012, Table 4.1: squared error summed over the
-        outputs, averaged over cases (lower is better; not sklearn's R²)."""
+        outputs, averaged over cases (lower is better). `score` is scikit-learn's R²."""
         y = np.asarray(y, float).reshape(len(X), -1)
         return float(np.mean(np.sum((self.predict(X).reshape(y.shape) - y) ** 2, axis=1)))
 

@@ -149,7 +149,7 @@ def _fit(args) -> int:
     (out / "bnn.json").unlink(missing_ok=True)
     reg.fit(X, y)
     (out / "columns.json").write_text(json.dumps({"inputs": inputs, "target": target}))
-    train_error = reg.score(X, y)
+    train_error = reg.test_error(X, y)
     summary = {"out": str(out), "sampler": args.sampler, "n_grad": reg.n_grad_,
                "wall_s": reg.wall_s_, "draws_kept": int(reg.idata_.posterior.sizes["draw"]),
                "train_error": train_error, "inputs": inputs, "target": target}
