@@ -121,3 +121,21 @@ def test_config_of_a_missing_or_foreign_directory(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(BomcmcError, match="no config.json"):
         DiskStore(tmp_path / "empty").config()
+
+
+def test_a_real_runs_files_are_readable_by_colleagues(tmp_path):
+    """Every file a run writes (config, chunks, run totals, idata.nc) is group- and
+    other-readable under umask 022, as files made with open() would be."""
+    import bomcmc
+
+    old = os.umask(0o022)
+    try:
+        bomcmc.sample(posterior="gauss-iid-2", sampler="hmc", chains=2, draws=5, warmup=5,
+                      step_size=0.3, steps=2, progress=False, out=tmp_path / "run")
+    finally:
+        os.umask(old)
+    files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert {"config.json", "run.json", "idata.nc"} <= {p.name for p in files}
+    assert any(p.suffix == ".npz" for p in files)
+    for p in files:
+        assert stat.S_IMODE(p.stat().st_mode) & 0o044 == 0o044, p.name

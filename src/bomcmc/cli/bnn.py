@@ -91,11 +91,15 @@ def add_parsers(sub, types) -> None:
     d.add_argument("--budget", default="default", choices=tuple(BUDGETS),
                    help="small (a smoke test, 20 x 2000 steps), default (100 x 12000) or "
                         "paper (200 x 24000)")
-    d.add_argument("--out", default="bomcmc-demo", metavar="DIR")
-    d.add_argument("--seed", type=types["nonneg_int"], default=0)
-    d.add_argument("--sampler", default="ahmc_cv", choices=SAMPLERS, type=sampler_name)
-    d.add_argument("--overwrite", action="store_true")
-    d.add_argument("--no-progress", action="store_true")
+    d.add_argument("--out", default="bomcmc-demo", metavar="DIR",
+                   help="directory for the run, the plots and summary.json (default: "
+                        "bomcmc-demo)")
+    d.add_argument("--seed", type=types["nonneg_int"], default=0, help="the run's seed")
+    d.add_argument("--sampler", default="ahmc_cv", choices=SAMPLERS, type=sampler_name,
+                   help="the network sampler (default: ahmc_cv, adaptive HMC with the "
+                        "cross-validation reward)")
+    d.add_argument("--overwrite", action="store_true", help="replace an existing DIR")
+    d.add_argument("--no-progress", action="store_true", help="no progress bar")
     d.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
