@@ -65,7 +65,7 @@ TABLE_4_1 = [
 
 
 def run_one(method: str, budget: str, seed: int, workdir: Path) -> dict:
-    from bomcmc.bnn.estimator import BayesianMLPRegressor
+    from bomcmc import BayesianMLPRegressor
     from bomcmc.datasets import robot_arm, robot_arm_truth
     from bomcmc.cli.demo import BUDGETS, NOISE, PRIOR
 

@@ -13,7 +13,7 @@ from stats import bonferroni_sigma, moment_z_scores
 from test_bnn_network import _data, _exact_linear_posterior, _random_position
 
 import bomcmc
-from bomcmc.bnn.estimator import BayesianMLPRegressor
+from bomcmc import BayesianMLPRegressor
 from bomcmc.cli.main import main
 from bomcmc.errors import BomcmcError
 from bomcmc.bnn.network import BNN
@@ -205,7 +205,7 @@ def test_regressor_fits_predicts_and_reloads(tmp_path, sampler):
     assert reg.n_grad_ >= 15 * 400
     loaded = BayesianMLPRegressor.load(tmp_path / "fit")
     np.testing.assert_allclose(loaded.predict(X), mean, rtol=1e-6)
-    with pytest.raises(BomcmcError, match="columns"):
+    with pytest.raises(BomcmcError, match="features"):
         reg.predict(np.zeros((3, 2)))
     from sklearn.exceptions import NotFittedError
 

@@ -21,6 +21,8 @@ _warnings.filterwarnings("ignore", message=r"(?s).*ArviZ is undergoing", categor
 # public name -> (module, attribute); attribute None: the module itself
 _PUBLIC = {
     "Adapter": ("adaptation.base", "Adapter"),
+    "BayesianMLPClassifier": ("bnn.classifier", "BayesianMLPClassifier"),
+    "BayesianMLPRegressor": ("bnn.regressor", "BayesianMLPRegressor"),
     "Kernel": ("kernels.base", "Kernel"),
     "Posterior": ("posterior", "Posterior"),
     "SampleResult": ("driver", "SampleResult"),

@@ -1,8 +1,10 @@
-"""A scikit-learn-style estimator for Bayesian MLP regression.
+"""What the scikit-learn estimators for Bayesian MLPs share: parameters, fitting, persistence.
 
-    reg = BayesianMLPRegressor(hidden=(16,), sampler="ahmc_cv", folds=8)
+    reg = BayesianMLPRegressor(hidden=(16,), sampler="ahmc_cv", folds=8)   # bnn/regressor.py
     reg.fit(X, y)                     # Adam pre-training, then MCMC (docs/bnn.md)
     mean, std = reg.predict(X_new, return_std=True)
+    clf = BayesianMLPClassifier(hidden=(8,)).fit(X, labels)                # bnn/classifier.py
+    clf.predict_proba(X_new)
     reg.idata_                        # the kept draws (ArviZ InferenceData)
 
 **Run length** is a leapfrog budget, the unit of the source documents: `super_transitions` ×
@@ -27,6 +29,7 @@ K posteriors that each miss 1/K of the data; Wang averages their predictions, Wa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -34,9 +37,8 @@ from pathlib import Path
 
 import jax
 import numpy as np
-
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..errors import BomcmcError
 from ..store import atomic_write, atomic_write_text
@@ -63,49 +65,23 @@ def _check_int(name, v, lo=1):
     return int(v)
 
 
-class BayesianMLPRegressor(RegressorMixin, BaseEstimator):
-    """Bayesian multi-layer perceptron regression by MCMC.
+def checked(fn, *args, **kwargs):
+    """scikit-learn's input validation, its ValueErrors raised as BomcmcError (a ValueError:
+    the message and the type scikit-learn's checks expect are kept)."""
+    try:
+        return fn(*args, **kwargs)
+    except BomcmcError:
+        raise
+    except ValueError as e:
+        raise BomcmcError(str(e).strip()) from None
 
-    Args:
-        hidden: hidden layer sizes. activation: "tanh" (default), "sigmoid", "relu", "swish".
-        prior: FBM net-spec text of the weight priors (docs/bnn.md); noise: the noise prior.
-        sampler: one of SAMPLERS (module docstring). folds: K for "ahmc_cv".
-        chains: independent chains (vmapped). seed: the run's seed.
-        super_transitions, budget: the leapfrog budget per chain (their product).
-        burn_in: fraction of the budget whose draws are discarded.
-        eps_bounds, steps_bounds: the bandit's box for η and L ("ahmc_gibbs", "ahmc_cv").
-        step_size, steps: η and L for "neal_gibbs". nuts_warmup: NUTS's warm-up transitions.
-        pretrain_steps: Adam steps to a MAP start with the sigmas fixed (0: none).
-        out: directory for the run (streams to disk, resumable); None keeps it in memory.
-        progress, overwrite: as `bomcmc.sample`.
 
-    A scikit-learn regressor: parameters are stored as given and checked in `fit`
-    (`get_params` / `set_params`, `clone`, `Pipeline`, `GridSearchCV` and `cross_val_score`
-    work), `score` is R² (`test_error` is the mean squared error the robot-arm literature
-    reports), `predict` before `fit` raises `NotFittedError`, and `fit` sets
-    `n_features_in_` (and `feature_names_in_` for a DataFrame).
-    """
+class BayesianMLPBase(BaseEstimator):
+    """Fitting, prediction plumbing and persistence shared by the regressor and the classifier.
 
-    def __init__(self, hidden=(16,), *, prior: str = DEFAULT_PRIOR, noise: str = DEFAULT_NOISE,
-                 activation: str = "tanh", sampler: str = "ahmc_cv", folds: int = 8,
-                 chains: int = 1, super_transitions: int = 100, budget: int = 4000,
-                 burn_in: float = 0.25, eps_bounds=(0.01, 1.01), steps_bounds=(20, 500),
-                 step_size: float = 0.1, steps: int = 100, nuts_warmup: int = 300,
-                 pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
-                 progress: bool | None = None, overwrite: bool = False):
-        self.hidden = hidden
-        self.prior, self.noise, self.activation = prior, noise, activation
-        self.sampler, self.folds, self.chains = sampler, folds, chains
-        self.super_transitions, self.budget, self.burn_in = super_transitions, budget, burn_in
-        self.eps_bounds, self.steps_bounds = eps_bounds, steps_bounds
-        self.step_size, self.steps, self.nuts_warmup = step_size, steps, nuts_warmup
-        self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out
-        self.progress, self.overwrite = progress, overwrite
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = True  # MCMC: a different seed gives different draws
-        return tags
+    Subclasses define `__init__` (scikit-learn reads the parameters from its signature),
+    `_likelihood(y)`, `_encode(y)` (validated targets -> what the network models) and the
+    prediction methods. Parameters are documented on the subclasses."""
 
     def _hidden(self) -> tuple[int, ...]:
         return (self.hidden,) if isinstance(self.hidden, (int, np.integer)) else \
@@ -127,50 +103,56 @@ class BayesianMLPRegressor(RegressorMixin, BaseEstimator):
     def _model(self, X, y):
         from .network import BNN
 
-        return BNN(X, y, hidden=self._hidden(), prior=self.prior, likelihood="real",
-                   noise=self.noise, activation=self.activation, name="bnn")
+        return BNN(X, y, hidden=self._hidden(), prior=self.prior, likelihood=self._likelihood(y),
+                   noise=self._noise_prior(), activation=self.activation, name="bnn")
 
-    def _start(self, model):
+    def _noise_prior(self):
+        return None
+
+    def _starts(self, model):
+        """One pre-trained start per chain (a leading chain axis), or None."""
         if not self.pretrain_steps:
             return None
         from .pretrain import pretrain
 
-        return pretrain(model, jax.random.PRNGKey(self.seed), steps=self.pretrain_steps).position
+        return pretrain(model, jax.random.PRNGKey(self.seed), steps=self.pretrain_steps,
+                        chains=int(self.chains)).position
 
-    def _sampler_and_posterior(self, model, start):
+    def _sampler_and_posterior(self, model, starts):
         """(sampler, posterior, keyword arguments of bomcmc.sample, the CV model or None)."""
         from .cv import CVModel
         from .samplers import ahmc_gibbs_sampler, neal_sampler, nuts_gibbs_sampler
 
         name = sampler_name(self.sampler)
+        tuned = dict(adapt=None, eps_bounds=self.eps_bounds, steps_bounds=self.steps_bounds,
+                     budget=self.budget)
+        cv = CVModel(model, self.folds) if name == "ahmc_cv" else None
+        target = cv if cv is not None else model
+        post = target.posterior()
+        if starts is not None:
+            if cv is not None:  # every fold network of a chain starts at the chain's fit
+                starts = jax.tree_util.tree_map(
+                    lambda a: np.broadcast_to(a[:, None], (a.shape[0], cv.folds) + a.shape[1:]),
+                    starts)
+            first = jax.tree_util.tree_map(lambda a: a[0], starts)
+            post = dataclasses.replace(target.posterior(init=first), chain_inits=starts)
         if name == "ahmc_cv":
-            cv = CVModel(model, self.folds)
-            return ahmc_gibbs_sampler(cv), cv.posterior(init=start), dict(
-                adapt=None, eps_bounds=self.eps_bounds, steps_bounds=self.steps_bounds,
-                budget=self.budget, reward="cv"), cv
+            return ahmc_gibbs_sampler(cv), post, dict(tuned, reward="cv"), cv
         if name == "ahmc_gibbs":
-            return ahmc_gibbs_sampler(model), model.posterior(init=start), dict(
-                adapt=None, eps_bounds=self.eps_bounds, steps_bounds=self.steps_bounds,
-                budget=self.budget, reward="esjd"), None
+            return ahmc_gibbs_sampler(model), post, dict(tuned, reward="esjd"), None
         if name == "neal_gibbs":
-            return neal_sampler(model), model.posterior(init=start), dict(
+            return neal_sampler(model), post, dict(
                 adapt=None, step_size=self.step_size, steps=self.steps), None
         if name == "nuts":
-            return "nuts", model.posterior(init=start), dict(adapt="window"), None
-        return nuts_gibbs_sampler(model), model.posterior(init=start), dict(adapt="auto"), None
+            return "nuts", post, dict(adapt="window"), None
+        return nuts_gibbs_sampler(model), post, dict(adapt="auto"), None
 
-    def fit(self, X, y) -> "BayesianMLPRegressor":
-        """Sample the posterior of the network given (X, y); returns self."""
+    def _fit(self, X, y):
+        """Sample the posterior of the network given validated X and modelled targets y."""
         from ..driver import api as _run
 
-        self._validate()
-        self.n_features_in_ = int(np.shape(X)[1]) if np.ndim(X) == 2 else 1
-        if hasattr(X, "columns"):
-            self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
-        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
-        model = self._model(X, y)
-        self._y_ndim = np.asarray(y).ndim
-        sampler, post, kw, cv = self._sampler_and_posterior(model, self._start(model))
+        model = checked(self._model, X, y)
+        sampler, post, kw, cv = self._sampler_and_posterior(model, self._starts(model))
         name = sampler_name(self.sampler)
         max_grad = int(self.super_transitions) * int(self.budget)
         lo = math.ceil(float(self.steps_bounds[0])) if name.startswith("ahmc") else (
@@ -205,57 +187,68 @@ class BayesianMLPRegressor(RegressorMixin, BaseEstimator):
         return idata.isel(draw=slice(first, None))
 
     # -- prediction -------------------------------------------------------------------------
-    def _check_fitted(self) -> None:
+    def _check_X(self, X) -> np.ndarray:
+        """X for prediction: fitted first, a 2-D finite float array with the training
+        columns (scikit-learn's messages)."""
         check_is_fitted(self, "model_")
+        return checked(validate_data, self, X, reset=False, dtype=np.float64)
 
     def draws_(self) -> np.ndarray:
         """Flat network draws (S, dim) used for prediction (every fold network for CV)."""
-        self._check_fitted()
+        check_is_fitted(self, "model_")
         flat = _flat_draws(self.idata_)
         if self.cv_ is not None:
             return self.cv_.fold_positions(flat).reshape(-1, self.model_.dim)
         return flat
 
-    def predict(self, X, return_std: bool = False, include_noise: bool = False):
-        """Posterior predictive mean (n, n_out) (Ask 2022, eq. 6.19); with return_std, also
-        the predictive sd per output (eq. 6.20; the regression function's, or of a new
-        target with include_noise)."""
-        from .predict import predict_regression
+    def rhat(self, X=None) -> float:
+        """The largest rank-normalised split R-hat across chains (Vehtari et al. 2021); NaN
+        with one chain. With X, of the network outputs f(x) at its rows (the fold networks'
+        mean for "ahmc_cv"): what predictions depend on, as the weights themselves are
+        identified only up to permutations and sign flips of hidden units. Without X, of every
+        sampled coordinate. Converged by Ask 2022's rule of thumb when below 1.1."""
+        import arviz as az
 
-        self._check_fitted()
-        X = np.asarray(X, dtype=float)
-        if X.ndim == 1:
-            X = X[:, None]
-        if X.ndim != 2 or X.shape[1] != self.model_.n_in:
-            raise BomcmcError(f"X must have {self.model_.n_in} columns, got shape {X.shape}")
-        if not np.all(np.isfinite(X)):
-            raise BomcmcError("X contains NaN or inf values")
-        pred = predict_regression(self.model_, self.draws_(), X, include_noise=include_noise)
-        squeeze = self.model_.n_out == 1 and self._y_ndim == 1
-        mean, std = pred["mean"], pred["std"]
-        if squeeze:
-            mean, std = mean[:, 0], std[:, 0]
-        return (mean, std) if return_std else mean
+        from .predict import forward
 
-    def test_error(self, X, y) -> float:
-        """Test error in the convention of Wang 2012, Table 4.1: squared error summed over the
-        outputs, averaged over cases (lower is better). `score` is scikit-learn's R²."""
-        y = np.asarray(y, float).reshape(len(X), -1)
-        return float(np.mean(np.sum((self.predict(X).reshape(y.shape) - y) ** 2, axis=1)))
+        check_is_fitted(self, "model_")
+        post = self.idata_.posterior
+        chains, draws = post.sizes["chain"], post.sizes["draw"]
+        if chains < 2:
+            return float("nan")
+        if X is None:
+            r = az.rhat(self.idata_)
+            return float(max(np.nanmax(np.asarray(r[v].values)) for v in r.data_vars))
+        X = self._check_X(X)
+        flat = _flat_draws(self.idata_)  # (chains·draws, dim), chain-major
+        if self.cv_ is not None:
+            f = forward(self.model_, self.cv_.fold_positions(flat).reshape(-1, self.model_.dim),
+                        X).reshape((chains * draws, self.cv_.folds, -1)).mean(axis=1)
+        else:
+            f = forward(self.model_, flat, X)
+        f = np.asarray(f, np.float64).reshape(chains, draws, -1)
+        return float(np.nanmax(np.asarray(az.rhat(az.convert_to_dataset(f))["x"].values)))
 
     # -- persistence ------------------------------------------------------------------------
     def _save(self, out: Path, X, y) -> None:
         params = {k: (list(v) if isinstance(v, tuple) else v)
                   for k, v in self.get_params().items() if k not in ("out",)}
-        info = {"params": params, "y_ndim": self._y_ndim, "n_grad": self.n_grad_,
-                "wall_s": self.wall_s_, "first_draw": int(self.idata_.posterior.draw.values[0])}
+        info = {"params": params, "n_grad": self.n_grad_, "wall_s": self.wall_s_,
+                "first_draw": int(self.idata_.posterior.draw.values[0]), **self._state()}
         atomic_write(out / "train.npz", lambda tmp: _write_npz(
-            tmp, X=np.asarray(X, float), y=np.asarray(y, float)))
+            tmp, X=np.asarray(X, float), y=np.asarray(y)))
         atomic_write_text(out / CONFIG, json.dumps(info, indent=1))
 
+    def _state(self) -> dict:
+        """What a subclass needs besides the parameters to predict after `load` (JSON)."""
+        return {}
+
+    def _restore(self, info: dict) -> None:
+        pass
+
     @classmethod
-    def load(cls, out: str | os.PathLike) -> "BayesianMLPRegressor":
-        """A fitted regressor from the directory a fit with out= wrote."""
+    def load(cls, out: str | os.PathLike):
+        """A fitted estimator from the directory a fit with out= wrote."""
         from ..driver import api as _run
 
         out = Path(out)
@@ -268,28 +261,21 @@ class BayesianMLPRegressor(RegressorMixin, BaseEstimator):
             raise BomcmcError(f"{out}: cannot read the fitted model: {e}") from None
         params = info["params"]
         params["hidden"] = tuple(params["hidden"])
-        reg = cls(**params, out=out)
-        reg._y_ndim = int(info["y_ndim"])
+        est = cls(**params, out=out)
+        est._restore(info)
         X, y = data["X"], data["y"]
-        reg.model_ = reg._model(X, y)
-        reg.cv_ = None
-        if sampler_name(reg.sampler) == "ahmc_cv":
+        est.n_features_in_ = X.shape[1]
+        est.model_ = est._model(X, y)
+        est.cv_ = None
+        if sampler_name(est.sampler) == "ahmc_cv":
             from .cv import CVModel
 
-            reg.cv_ = CVModel(reg.model_, reg.folds)
+            est.cv_ = CVModel(est.model_, est.folds)
         result = _run.load(out / "run")
-        reg.result_ = result
-        reg.idata_ = result.idata.isel(draw=slice(int(info["first_draw"]), None))
-        reg.n_grad_, reg.wall_s_ = int(info["n_grad"]), float(info["wall_s"])
-        return reg
-
-    @property
-    def _y_ndim(self) -> int:
-        return getattr(self, "_y_ndim_", 2)
-
-    @_y_ndim.setter
-    def _y_ndim(self, v: int) -> None:
-        self._y_ndim_ = v
+        est.result_ = result
+        est.idata_ = result.idata.isel(draw=slice(int(info["first_draw"]), None))
+        est.n_grad_, est.wall_s_ = int(info["n_grad"]), float(info["wall_s"])
+        return est
 
 
 def _flat_draws(idata) -> np.ndarray:

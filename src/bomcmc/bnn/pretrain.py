@@ -31,11 +31,14 @@ class PretrainResult(NamedTuple):
 
 def pretrain(model, key=None, *, steps: int = 1000, learning_rate: float = 1e-2,
              objective: str = "map", init: dict | None = None, fix: float = 0.5,
-             init_scale: float = 0.1, set_noise: bool = True) -> PretrainResult:
+             init_scale: float = 0.1, set_noise: bool = True,
+             chains: int | None = None) -> PretrainResult:
     """Train the weights of `model` (a `BNN`) with Adam (optax), full batch, for `steps`.
 
     Starts from `init` (a position pytree) or, with `key`, from weights N(0, init_scale²)
-    and every sigma at `fix`."""
+    and every sigma at `fix`. With `chains` and `key`, trains that many networks at once
+    (vmapped) from different random weights (the sigmas at `fix` for all), one start per chain: the result's leaves and
+    losses get a leading chain axis (the first chain's start is the one `chains=None` gives)."""
     import optax
 
     if objective not in ("map", "ml"):
@@ -44,15 +47,20 @@ def pretrain(model, key=None, *, steps: int = 1000, learning_rate: float = 1e-2,
         raise BomcmcError(f"steps must be a positive integer, got {steps}")
     if not learning_rate > 0:
         raise BomcmcError(f"learning_rate must be positive, got {learning_rate}")
+    if chains is not None and (key is None or init is not None or isinstance(chains, bool)
+                               or int(chains) != chains or chains < 1):
+        raise BomcmcError(f"chains needs a key (no init) and a positive integer, got {chains!r}")
     if init is not None:
-        start = init
+        starts = [init]
     elif key is not None:
-        start = model.posterior(fix=fix, init_scale=init_scale).initializer(key)
+        keys = [key] + [jax.random.fold_in(key, c) for c in range(1, int(chains or 1))]
+        draw = model.posterior(fix=fix, init_scale=init_scale).initializer
+        starts = [draw(k) for k in keys]
     else:
-        start = model.init_position(fix)
+        starts = [model.init_position(fix)]
     dtype = float_dtype()
-    start = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype), start)
-    hyper = {k: v for k, v in start.items() if k != "w"}
+    starts = [jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype), s) for s in starts]
+    hyper = {k: v for k, v in starts[0].items() if k != "w"}  # the same for every start
 
     def loss(w):
         pos = {**hyper, "w": w}
@@ -62,7 +70,6 @@ def pretrain(model, key=None, *, steps: int = 1000, learning_rate: float = 1e-2,
 
     opt = optax.adam(learning_rate)
 
-    @jax.jit
     def run(w):
         def body(carry, _):
             w, state = carry
@@ -73,12 +80,18 @@ def pretrain(model, key=None, *, steps: int = 1000, learning_rate: float = 1e-2,
         (w, _), values = jax.lax.scan(body, (w, opt.init(w)), None, length=int(steps))
         return w, values
 
-    w, losses = run(start["w"])
-    position = {**hyper, "w": w}
-    if set_noise and model.noise_group is not None:
-        position = _set_noise(model, position)
-    position = jax.tree_util.tree_map(np.asarray, position)
-    return PretrainResult(position, np.asarray(losses))
+    w0 = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[s["w"] for s in starts])
+    w, losses = jax.jit(jax.vmap(run))(w0)
+    positions = []
+    for c in range(len(starts)):
+        position = {**hyper, "w": jax.tree_util.tree_map(lambda a: a[c], w)}
+        if set_noise and model.noise_group is not None:
+            position = _set_noise(model, position)
+        positions.append(jax.tree_util.tree_map(np.asarray, position))
+    if chains is None:
+        return PretrainResult(positions[0], np.asarray(losses[0]))
+    return PretrainResult(jax.tree_util.tree_map(lambda *a: np.stack(a), *positions),
+                          np.asarray(losses))
 
 
 def _set_noise(model, position: dict) -> dict:

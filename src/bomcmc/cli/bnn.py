@@ -133,7 +133,7 @@ def cmd_bnn(args) -> int:
 
 
 def _fit(args) -> int:
-    from ..bnn.estimator import BayesianMLPRegressor
+    from ..bnn.regressor import BayesianMLPRegressor
     from ..datasets import read_csv
     from ..errors import BomcmcError
 
@@ -167,7 +167,7 @@ def _fit(args) -> int:
 
 
 def _predict(args) -> int:
-    from ..bnn.estimator import BayesianMLPRegressor
+    from ..bnn.regressor import BayesianMLPRegressor
     from ..datasets import read_csv
     from ..errors import BomcmcError
 

@@ -46,7 +46,7 @@ def run_demo(budget: str = "default", out: str | os.PathLike = "bomcmc-demo", se
              plots: bool = True) -> dict:
     """Fit the robot-arm network, write the run, plots and summary.json into `out`, and
     return the summary (test_error, noise_floor, n_grad, wall_s, ...)."""
-    from ..bnn.estimator import BayesianMLPRegressor
+    from ..bnn.regressor import BayesianMLPRegressor
     from ..datasets import robot_arm, robot_arm_truth
 
     if budget not in BUDGETS:

@@ -1,0 +1,115 @@
+"""Bayesian MLP regression as a scikit-learn regressor (the shared machinery:
+`bnn/estimator.py`).
+
+    reg = BayesianMLPRegressor(hidden=(16,)).fit(X, y)
+    mean, std = reg.predict(X_new, return_std=True)     # Ask 2022, eqs. 6.19–6.20
+    mean, cov = reg.predict(X_new, return_cov=True)     # (n, n_out, n_out) per input
+
+Targets are Gaussian ("real" in FBM) with the `noise` prior on their precision; y may have
+several columns (one network output each).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.utils.validation import validate_data
+
+from ..errors import BomcmcError
+from .estimator import DEFAULT_NOISE, DEFAULT_PRIOR, BayesianMLPBase, checked
+
+
+class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
+    """Bayesian multi-layer perceptron regression by MCMC.
+
+    Args:
+        hidden: hidden layer sizes. activation: "tanh" (default), "sigmoid", "relu", "swish".
+        prior: FBM net-spec text of the weight priors (docs/bnn.md); fixed widths such as
+            "ih 1 bh 1 ho 1 bo 1" are the fixed Gaussian priors of Ask 2022, eq. 6.22.
+        noise: the noise prior ("0.05:0.5": a Gamma hyperprior; "0.1": fixed σ = 0.1).
+        sampler: one of "ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs"
+            (`bnn/estimator.py`). folds: K for "ahmc_cv".
+        chains: independent chains (vmapped). seed: the run's seed.
+        super_transitions, budget: the leapfrog budget per chain (their product).
+        burn_in: fraction of the budget whose draws are discarded.
+        eps_bounds, steps_bounds: the bandit's box for η and L ("ahmc_gibbs", "ahmc_cv").
+        step_size, steps: η and L for "neal_gibbs". nuts_warmup: NUTS's warm-up transitions.
+        pretrain_steps: Adam steps to a MAP start for every chain, with the sigmas fixed
+            (0: none).
+        out: directory for the run (streams to disk, resumable); None keeps it in memory.
+        progress, overwrite: as `bomcmc.sample`.
+
+    A scikit-learn regressor: parameters are stored as given and checked in `fit`, `score`
+    is R² (`test_error` is the squared error the robot-arm literature reports), `predict`
+    before `fit` raises `NotFittedError`, and `fit` sets `n_features_in_` (and
+    `feature_names_in_` for a DataFrame). Fitting is deterministic given `seed`.
+    """
+
+    def __init__(self, hidden=(16,), *, prior: str = DEFAULT_PRIOR, noise: str = DEFAULT_NOISE,
+                 activation: str = "tanh", sampler: str = "ahmc_cv", folds: int = 8,
+                 chains: int = 1, super_transitions: int = 100, budget: int = 4000,
+                 burn_in: float = 0.25, eps_bounds=(0.01, 1.01), steps_bounds=(20, 500),
+                 step_size: float = 0.1, steps: int = 100, nuts_warmup: int = 300,
+                 pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
+                 progress: bool | None = None, overwrite: bool = False):
+        self.hidden = hidden
+        self.prior, self.noise, self.activation = prior, noise, activation
+        self.sampler, self.folds, self.chains = sampler, folds, chains
+        self.super_transitions, self.budget, self.burn_in = super_transitions, budget, burn_in
+        self.eps_bounds, self.steps_bounds = eps_bounds, steps_bounds
+        self.step_size, self.steps, self.nuts_warmup = step_size, steps, nuts_warmup
+        self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out
+        self.progress, self.overwrite = progress, overwrite
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # one network output per column of y
+        return tags
+
+    def _likelihood(self, y) -> str:
+        return "real"
+
+    def _noise_prior(self):
+        return self.noise
+
+    def fit(self, X, y) -> "BayesianMLPRegressor":
+        """Sample the posterior of the network given (X, y); returns self."""
+        self._validate()
+        X, y = checked(validate_data, self, X, y, multi_output=True, y_numeric=True,
+                       dtype=np.float64)
+        self._y_ndim_ = y.ndim
+        return self._fit(X, np.asarray(y, dtype=np.float64))
+
+    def predict(self, X, return_std: bool = False, return_cov: bool = False,
+                include_noise: bool = False):
+        """Posterior predictive mean, (n,) or (n, n_out) like y (Ask 2022, eq. 6.19).
+
+        With `return_std`, also the predictive sd of each output; with `return_cov`, the
+        predictive covariance (n, n_out, n_out) of the outputs (eq. 6.20). Both are the
+        regression function's, or of a new target with `include_noise`."""
+        from .predict import predict_regression
+
+        if return_std and return_cov:
+            raise BomcmcError("return_std and return_cov cannot both be requested")
+        X = self._check_X(X)
+        pred = predict_regression(self.model_, self.draws_(), X, include_noise=include_noise)
+        mean, std, cov = (np.asarray(pred[k], np.float64) for k in ("mean", "std", "cov"))
+        if self.model_.n_out == 1 and self._y_ndim_ == 1:
+            mean, std = mean[:, 0], std[:, 0]
+        if return_cov:
+            return mean, cov
+        return (mean, std) if return_std else mean
+
+    def test_error(self, X, y) -> float:
+        """Test error in the convention of Wang 2012, Table 4.1: squared error summed over the
+        outputs, averaged over cases (lower is better). `score` is scikit-learn's R²."""
+        y = np.asarray(y, float).reshape(len(X), -1)
+        return float(np.mean(np.sum((self.predict(X).reshape(y.shape) - y) ** 2, axis=1)))
+
+    def _state(self) -> dict:
+        return {"y_ndim": self._y_ndim_}
+
+    def _restore(self, info: dict) -> None:
+        self._y_ndim_ = int(info.get("y_ndim", 2))

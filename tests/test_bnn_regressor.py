@@ -1,0 +1,79 @@
+"""BayesianMLPRegressor as a scikit-learn regressor: tags, clone, NotFittedError, R² as score,
+n_features_in_, the predictive covariance, several outputs, and it runs inside
+cross_val_score, Pipeline and GridSearchCV (scikit-learn's own checks: test_bnn_estimator.py)."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone, is_regressor
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+from bomcmc import BayesianMLPRegressor
+from bomcmc.bnn.predict import forward
+
+pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
+
+TINY = dict(hidden=(3,), sampler="neal_gibbs", steps=10, step_size=0.1, super_transitions=4,
+            budget=200, pretrain_steps=100, progress=False)
+
+
+def _data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, size=(n, 1))
+    return X, np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+def test_it_is_a_scikit_learn_regressor():
+    est = BayesianMLPRegressor(**TINY)
+    assert is_regressor(est)
+    assert est.__sklearn_tags__().target_tags.multi_output
+    assert repr(est).startswith("BayesianMLPRegressor(")
+    assert "budget=200" in repr(est)
+    twin = clone(est)
+    assert twin.get_params() == est.get_params() and twin is not est
+    assert est.set_params(budget=300) is est and est.budget == 300
+    with pytest.raises(ValueError):
+        est.set_params(no_such_parameter=1)
+    with pytest.raises(NotFittedError):
+        est.predict(np.zeros((2, 1)))
+
+
+def test_score_is_r2_and_test_error_the_mean_squared_error():
+    X, y = _data()
+    est = BayesianMLPRegressor(**TINY).fit(X, y)
+    assert est.n_features_in_ == 1
+    pred = est.predict(X)
+    r2 = 1 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2)
+    assert est.score(X, y) == pytest.approx(r2)
+    assert est.test_error(X, y) == pytest.approx(np.mean((y - pred) ** 2))
+
+
+def test_cross_val_score_and_a_grid_search_over_a_pipeline():
+    X, y = _data()
+    scores = cross_val_score(BayesianMLPRegressor(**TINY), X, y, cv=2)
+    assert scores.shape == (2,) and np.all(np.isfinite(scores))
+    pipe = Pipeline([("scale", StandardScaler()), ("bnn", BayesianMLPRegressor(**TINY))])
+    grid = GridSearchCV(pipe, {"bnn__steps": [5, 10]}, cv=2).fit(X, y)
+    assert grid.best_params_["bnn__steps"] in (5, 10)
+    assert grid.best_estimator_.predict(X).shape == (40,)
+
+
+def test_predictive_mean_and_covariance_are_the_draws_mean_and_sample_covariance():
+    """Ask 2022, eqs. 6.19–6.20, computed here from the forward passes of the kept draws."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, size=(30, 2))
+    Y = np.stack([np.sin(X[:, 0]), np.cos(X[:, 1])], axis=1) + 0.1 * rng.normal(size=(30, 2))
+    est = BayesianMLPRegressor(**TINY).fit(X, Y)
+    X_new = rng.uniform(-2, 2, size=(5, 2))
+    mean, cov = est.predict(X_new, return_cov=True)
+    f = forward(est.model_, est.draws_(), X_new).astype(float)  # (S, 5, 2)
+    np.testing.assert_allclose(mean, f.mean(axis=0), rtol=1e-5, atol=1e-6)
+    want = np.stack([np.cov(f[:, i, :], rowvar=False) for i in range(5)])
+    np.testing.assert_allclose(cov, want, rtol=1e-4, atol=1e-7)
+    _, std = est.predict(X_new, return_std=True)
+    np.testing.assert_allclose(std, np.sqrt(np.diagonal(cov, axis1=1, axis2=2)), rtol=1e-6)
+    assert mean.shape == (5, 2) and cov.shape == (5, 2, 2) and mean.dtype == np.float64
+    with pytest.raises(ValueError, match="both"):
+        est.predict(X_new, return_std=True, return_cov=True)
