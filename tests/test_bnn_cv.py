@@ -5,6 +5,7 @@ and the network commands (cli/bnn.py)."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import jax
 import numpy as np
@@ -13,7 +14,7 @@ from stats import bonferroni_sigma, moment_z_scores
 from test_bnn_network import _data, _exact_linear_posterior, _random_position
 
 import bomcmc
-from bomcmc import BayesianMLPRegressor
+from bomcmc import BayesianMLPRegressor, SamplingWarning
 from bomcmc.cli.main import main
 from bomcmc.errors import BomcmcError
 from bomcmc.bnn.network import BNN
@@ -223,9 +224,16 @@ def test_bnn_cli_fit_and_predict(tmp_path, capsys):
     args = ["bnn", "fit", str(data), "--target", "y", "--out", str(out), "--hidden", "6",
             "--folds", "3", "--super-transitions", "6", "--budget", "300", "--steps-bounds",
             "5", "40", "--pretrain-steps", "300", "--no-progress", "--json"]
-    assert main(args) == 0
-    summary = json.loads(capsys.readouterr().out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplingWarning)  # none may escape as a Python warning
+        assert main(args) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
     assert summary["inputs"] == ["x"] and summary["target"] == ["y"]
+    # one chain of 6 super-transitions: too few draws for ESS, reported as the CLI reports
+    warned = captured.err.splitlines()
+    assert warned and all(line.startswith("bomcmc: warning: ") for line in warned)
+    assert any("ESS" in line for line in warned) and "SamplingWarning" not in captured.err
     assert main(args) == 2  # exists: needs --overwrite
     assert "already holds a fit" in capsys.readouterr().err
     new = tmp_path / "new.csv"
@@ -264,6 +272,20 @@ def test_demo_small_budget_runs_and_learns(tmp_path, capsys):
     assert s["n_grad"] >= 20 * 2000
     for f in ("summary.json", "predictions.png", "reward_surface.png", "run/idata.nc"):
         assert (out / f).exists(), f
+    # the reward plot names the model (not "custom") and the knob the bandit tunes, η
+    import matplotlib.pyplot as plt
+
+    from bomcmc.diagnostics import plots
+
+    seen, real_close = {}, plt.close
+    plt.close = lambda fig=None: (seen.setdefault("fig", fig), real_close(fig))
+    try:
+        plots.plot_reward_surface(bomcmc.load(out / "run").idata, tmp_path / "r.png")
+    finally:
+        plt.close = real_close
+    ax = seen["fig"].axes[0]
+    assert ax.get_title().startswith("learned reward surface | bnn-cv8 | ahmc_gibbs")
+    assert ax.get_xlabel() == "step size η (log scale)"
     assert main(["demo", "--budget", "small", "--out", str(out), "--no-progress"]) == 2
     assert "already holds a demo run" in capsys.readouterr().err
 

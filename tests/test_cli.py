@@ -93,7 +93,7 @@ def test_sample_writes_run_directory(run_dir):
 
 def test_summary_json(run_dir, cache_dir):
     out, _ = run_dir
-    for name in ("trace.png", "autocorr.png"):
+    for name in ("trace.png", "autocorr.png", "rank.png", "energy.png"):
         (out / name).unlink()
     proc = run_cli(cache_dir, "summary", out, "--json")
     assert proc.returncode == 0, proc.stderr
@@ -113,7 +113,8 @@ def test_summary_json(run_dir, cache_dir):
     assert not (out / "trace.png").exists() and not (out / "autocorr.png").exists()
     proc = run_cli(cache_dir, "summary", out, "--plots")
     assert proc.returncode == 0, proc.stderr
-    assert (out / "trace.png").is_file() and (out / "autocorr.png").is_file()
+    for name in ("trace.png", "autocorr.png", "rank.png", "energy.png"):  # hmc: energy
+        assert (out / name).is_file(), name
 
 
 def test_summary_without_plots_writes_no_file(run_dir):
@@ -307,6 +308,10 @@ def test_plot_labels_and_files(tmp_path):
     assert q.read_bytes()[:8] == PNG_MAGIC
     with pytest.raises(ValueError, match="max_coords"):
         plots.plot_trace(idata, tmp_path / "x.png", max_coords=0)
+    assert plots.plot_rank(idata, tmp_path / "r.png").read_bytes()[:8] == PNG_MAGIC
+    assert not plots.has_energy(idata)
+    with pytest.raises(ValueError, match="energy"):
+        plots.plot_energy(idata, tmp_path / "e.png")
     import matplotlib.pyplot as plt
 
     assert plt.get_fignums() == []  # figures are closed
@@ -323,3 +328,42 @@ def test_the_console_script_entry_point_resolves():
     module, _, attr = meta["project"]["scripts"]["bomcmc"].partition(":")
     fn = getattr(importlib.import_module(module), attr)
     assert callable(fn) and fn(["--version"]) == 0
+
+
+def test_arviz_plots_mark_divergences_and_draw_the_energy(tmp_path):
+    """The trace plot marks each divergent transition (ArviZ draws them as ticks below the
+    trace); the energy plot gets each chain's E-BFMI; titles name a user's own posterior."""
+    import arviz as az
+    import matplotlib.pyplot as plt
+
+    from bomcmc.diagnostics import plots
+
+    idata = _fake_idata(chains=2, draws=100)
+    rng = np.random.default_rng(1)
+    diverging = np.zeros((2, 100), bool)
+    diverging[0, [10, 50]] = diverging[1, 70] = True
+    idata.add_groups(sample_stats={"diverging": diverging,
+                                   "energy": rng.normal(size=(2, 100))})
+    idata.posterior.attrs.update({"posterior": "custom", "posterior_name": "my-model"})
+    seen = {}
+    real_close = plt.close
+
+    def keep(fig=None):
+        seen["fig"] = fig
+        return real_close(fig)
+
+    plt.close = keep
+    try:
+        plots.plot_trace(idata, tmp_path / "t.png", max_coords=2)
+        fig = seen["fig"]
+        assert fig._suptitle.get_text().startswith("trace | my-model | hmc")
+        marks = [ln for ax in fig.axes for ln in ax.get_lines()
+                 if len(ln.get_xdata()) and set(np.round(ln.get_xdata(), 6)) <= {10, 50, 70}]
+        assert {x for ln in marks for x in ln.get_xdata()} == {10, 50, 70}
+        plots.plot_energy(idata, tmp_path / "e.png")
+        legend = seen["fig"].axes[0].get_legend()
+        assert sum("BFMI" in t.get_text() for t in legend.get_texts()) == 2
+        assert seen["fig"]._suptitle.get_text() == "energy | my-model | hmc"
+    finally:
+        plt.close = real_close
+    assert az.bfmi(idata).shape == (2,)

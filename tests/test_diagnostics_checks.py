@@ -126,6 +126,10 @@ def test_ebfmi_when_energy_moves_slowly():
     msgs = check_run(_idata(energy=energy))
     assert msgs == [_one(msgs, "E-BFMI")]
     assert "< 0.3" in msgs[0] and "in chain(s) 2:" in msgs[0]
+    # Neal's Gibbs-within-HMC records the energy of a changing conditional: no E-BFMI there
+    gibbs = _idata(energy=energy)
+    gibbs.posterior.attrs["sampler"] = "ahmc_gibbs"
+    assert check_run(gibbs) == []
 
 
 def test_tree_depth_against_the_runs_maximum():

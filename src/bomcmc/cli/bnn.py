@@ -129,7 +129,10 @@ def _split(header: list[str], data: np.ndarray, target: list[str] | None,
 
 
 def cmd_bnn(args) -> int:
-    return {"fit": _fit, "predict": _predict}[args.bnn_command](args)
+    from .commands import warnings_as_lines
+
+    with warnings_as_lines():
+        return {"fit": _fit, "predict": _predict}[args.bnn_command](args)
 
 
 def _fit(args) -> int:
@@ -193,11 +196,13 @@ def _predict(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    from .commands import warnings_as_lines
     from .demo import format_summary, run_demo
 
-    summary = run_demo(budget=args.budget, out=args.out, seed=args.seed,
-                       progress=False if args.no_progress else None, overwrite=args.overwrite,
-                       sampler=args.sampler)
+    with warnings_as_lines():
+        summary = run_demo(budget=args.budget, out=args.out, seed=args.seed,
+                           progress=False if args.no_progress else None,
+                           overwrite=args.overwrite, sampler=args.sampler)
     if args.json:
         print(json.dumps({k: v for k, v in summary.items()}))
     else:

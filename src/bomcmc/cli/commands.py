@@ -119,7 +119,10 @@ def _write_plots(idata, run_dir: Path, tuned: bool, var_names) -> None:
 
         shown = az.InferenceData(posterior=idata.posterior[var_names],
                                  sample_stats=idata.sample_stats)
-    jobs = [(plots.plot_trace, shown, "trace.png"), (plots.plot_autocorr, shown, "autocorr.png")]
+    jobs = [(plots.plot_trace, shown, "trace.png"), (plots.plot_autocorr, shown, "autocorr.png"),
+            (plots.plot_rank, shown, "rank.png")]
+    if plots.has_energy(idata):
+        jobs.append((plots.plot_energy, idata, "energy.png"))
     if tuned:
         jobs += [(plots.plot_reward_surface, idata, "reward_surface.png"),
                  (plots.plot_reward_slice, idata, "reward_slice.png")]
@@ -129,6 +132,8 @@ def _write_plots(idata, run_dir: Path, tuned: bool, var_names) -> None:
         except OSError as e:
             print(f"bomcmc: warning: {run_dir / name}: not written ({e.strerror or e})",
                   file=sys.stderr)
+        except ValueError as e:  # e.g. a run too short for the plot
+            print(f"bomcmc: warning: {run_dir / name}: not written ({e})", file=sys.stderr)
 
 
 def _clean_json(obj):
@@ -179,6 +184,29 @@ def _no_python_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)
         yield
+
+
+@contextlib.contextmanager
+def warnings_as_lines():
+    """Print each warning for the user (a `UserWarning`, such as a run's SamplingWarnings)
+    raised inside the block as one line `bomcmc: warning: <message>` on stderr, once, instead
+    of Python's `file:line: Category: message` form; others keep Python's handling."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            yield
+        finally:
+            seen = set()
+            for w in caught:
+                msg = str(w.message).strip()
+                if not issubclass(w.category, UserWarning):
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                elif msg not in seen:
+                    seen.add(msg)
+                    print(f"bomcmc: warning: {msg}", file=sys.stderr)
+            sys.stderr.flush()
 
 
 def cmd_sample(args) -> int:

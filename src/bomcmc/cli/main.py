@@ -188,9 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("summary", help="summarize a finished run",
                        description="Print the diagnostics of a finished run; with --plots, "
-                                   "also write trace.png and autocorr.png into its directory "
-                                   "(and, for a tuned run, reward_surface.png and "
-                                   "reward_slice.png).")
+                                   "also write ArviZ's trace.png, autocorr.png, rank.png and "
+                                   "(HMC-type samplers) energy.png into its directory, and "
+                                   "for a tuned run reward_surface.png and reward_slice.png.")
     m.add_argument("dir", metavar="DIR", help="run directory")
     m.add_argument("--json", action="store_true", help="print the summary as JSON")
     _view_flags(m, plots=False)

@@ -17,7 +17,10 @@ The thresholds are those Stan and ArviZ use:
 - E-BFMI under 0.3 in any chain (Betancourt 2016, Betancourt 2017 §6.1; the advice of Stan
   and of ArviZ's `bfmi`, Kumar et al. 2019), from `sample_stats.energy` (for `hmc` the
   energy at the start of each transition, for NUTS at its end: either way consecutive
-  differences are the energy changes of momentum resampling);
+  differences are the energy changes of momentum resampling). Not for Neal's network
+  samplers (`neal_gibbs`, `ahmc_gibbs`, `nuts_gibbs`), whose recorded energy is that of the
+  weights' conditional given hyperparameters that a Gibbs draw changes between transitions:
+  its changes are not those of momentum resampling, and E-BFMI does not apply;
 - mean acceptance under 0.05 or over 0.995: bomcmc's own bounds for a sampler that (almost)
   never or always accepts, whose step size is far from useful;
 - a chain that never moved: every draw equal to the chain's first.
@@ -221,7 +224,17 @@ def _tree_depth(ss, attrs) -> str | None:
             "(dense_mass=True, --dense-mass) or reparameterise the posterior")
 
 
+def gibbs_within_hmc(sampler: str) -> bool:
+    """Whether a sampler name is one of Neal's network samplers: Gibbs draws of the
+    hyperparameters alternating with HMC or NUTS on the weights, whose step size is the
+    factor η on per-group step sizes (Neal 1996)."""
+    sampler = str(sampler)
+    return sampler.startswith("neal") or sampler.endswith("_gibbs")
+
+
 def _ebfmi(idata, ss) -> str | None:
+    if gibbs_within_hmc(idata.posterior.attrs.get("sampler", "")):
+        return None  # the energy of a conditional that changes between transitions
     energy = _stat(ss, "energy")
     if energy is None or energy.ndim != 2 or energy.shape[1] < 2:
         return None

@@ -1,10 +1,15 @@
-"""Trace and auto-correlation plots of a run (PNG files, matplotlib's Agg backend).
+"""Plots of a run as PNG files (matplotlib's Agg backend unless a session chose another).
 
-    plot_trace(idata, "trace.png")        # one row per scalar coordinate: traces + histograms
-    plot_autocorr(idata, "autocorr.png")  # ACF per coordinate, chains overlaid
+ArviZ draws the diagnostics:
 
-Both take the first `max_coords` scalar coordinates over all posterior variables (in the
-order of the InferenceData), label them like `beta[3]`, write the file and return its path.
+    plot_trace(idata, "trace.png")        # densities + traces, divergences marked
+    plot_autocorr(idata, "autocorr.png")  # ACF per coordinate
+    plot_rank(idata, "rank.png")          # rank histograms per chain
+    plot_energy(idata, "energy.png")      # energy vs energy transitions, E-BFMI (HMC only)
+
+The first three take the first `max_coords` scalar coordinates over all posterior variables
+(in the order of the InferenceData), label them like `beta[3]`, write the file and return its
+path.
 
 The GP bandit of an adaptive-HMC run (`sampler="ahmc"`, or any run whose InferenceData has
 a `tuning` group from a GPBanditTuner; a live GPBanditTuner works too):
@@ -79,109 +84,134 @@ def _check_max(name: str, v: int) -> int:
     return int(v)
 
 
+def _names(attrs) -> list[str]:
+    """The posterior's own name (a user's model too, not "custom") and the sampler's."""
+    name = attrs.get("posterior_name") or attrs.get("posterior")
+    return [str(v) for v in (name, attrs.get("sampler")) if v]
+
+
+def _step_symbol(attrs) -> str:
+    """η for Neal's network samplers, whose step is a factor on per-group step sizes
+    (Neal 1996); ε otherwise."""
+    from .checks import gibbs_within_hmc
+
+    return "η" if gibbs_within_hmc(attrs.get("sampler", "")) else "ε"
+
+
 def _title(idata, what: str, shown: int, total: int) -> str:
     _, post = _posterior(idata)
-    attrs = post.attrs
-    parts = [what]
-    if "posterior" in attrs:
-        parts.append(str(attrs["posterior"]))
-    if "sampler" in attrs:
-        parts.append(str(attrs["sampler"]))
-    title = " | ".join(parts)
-    if shown < total:
+    title = " | ".join([what, *_names(post.attrs)])
+    if 0 < shown < total:
         title += f"  (first {shown} of {total} coordinates)"
     return title
 
 
-def plot_trace(idata, path: str | os.PathLike, max_coords: int = 8) -> Path:
-    """Trace plot: one row per scalar coordinate (the first `max_coords`), each chain a line
-    against the draw index, and beside it each chain's histogram (density)."""
+def _coordinate_idata(idata, max_coords: int):
+    """(an InferenceData whose posterior holds the first `max_coords` scalar coordinates as
+    variables named by their labels, with the run's sample_stats; how many there are)."""
+    import arviz as az
+
     max_coords = _check_max("max_coords", max_coords)
-    coords = list(coordinates(idata, max_coords))
+    full, post = _posterior(idata)
+    coords = list(coordinates(full, max_coords))
     if not coords:
         raise ValueError("the posterior has no variables to plot")
+    sub = az.convert_to_inference_data({label: x for label, x in coords})
+    sub.posterior.attrs.update(post.attrs)
+    stats = getattr(full, "sample_stats", None)
+    if stats is not None:
+        sub.add_groups(sample_stats=stats)
+    return sub, len(coords)
+
+
+def _save(axes, idata, what: str, shown: int, path) -> Path:
+    """Title the figure of ArviZ's `axes`, write it to `path` and close it."""
     plt = _pyplot()
-    n = len(coords)
-    fig, axes = plt.subplots(n, 2, figsize=(11, 1.9 * n + 0.8), squeeze=False, sharey="row",
-                             layout="constrained", gridspec_kw={"width_ratios": [3, 1]})
+    fig = np.ravel(np.asarray(axes, dtype=object))[0].figure
     try:
-        colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-        for row, (label, x) in enumerate(coords):
-            ax_t, ax_h = axes[row]
-            n_chains, n_draws = x.shape
-            draw = np.arange(n_draws)
-            for c in range(n_chains):
-                color = colors[c % len(colors)]
-                ax_t.plot(draw, x[c], color=color, lw=0.7, alpha=0.8, label=f"chain {c}")
-                finite = x[c][np.isfinite(x[c])]
-                if finite.size:
-                    ax_h.hist(finite, bins=min(40, max(5, finite.size // 10)), density=True,
-                              histtype="step", color=color, lw=1.0, orientation="horizontal")
-            ax_t.set_title(f"trace of {label}", fontsize=9)
-            ax_t.set_ylabel(label)
-            ax_t.set_xlim(0, max(n_draws - 1, 1))
-            ax_h.set_title(f"{label} density", fontsize=9)
-            ax_h.tick_params(labelleft=False)
-            ax_h.set_xlabel("density" if row == n - 1 else "")
-            ax_t.set_xlabel("draw" if row == n - 1 else "")
-        if coords and coords[0][1].shape[0] <= 8:
-            axes[0, 0].legend(loc="upper right", fontsize=7, ncol=min(4, coords[0][1].shape[0]),
-                              framealpha=0.6)
-        fig.suptitle(_title(idata, "trace", n, _count_coordinates(idata)), fontsize=10)
+        fig.set_layout_engine("constrained")  # titles and tick labels do not overlap
+        fig.suptitle(_title(idata, what, shown, _count_coordinates(idata)), fontsize=10)
         fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)
     return Path(path)
+
+
+def plot_trace(idata, path: str | os.PathLike, max_coords: int = 8) -> Path:
+    """ArviZ's trace plot of the first `max_coords` scalar coordinates: each chain's density
+    and its trace, divergent transitions after warm-up marked below the axes."""
+    import arviz as az
+
+    sub, n = _coordinate_idata(idata, max_coords)
+    has_div = "sample_stats" in sub.groups() and "diverging" in sub.sample_stats
+    with _arviz_quiet():
+        axes = az.plot_trace(sub, compact=False, divergences="bottom" if has_div else None,
+                             figsize=(11, 1.6 * n + 0.8), show=False)
+    return _save(axes, idata, "trace", n, path)
 
 
 def plot_autocorr(idata, path: str | os.PathLike, max_coords: int = 8,
                   max_lag: int = 100) -> Path:
-    """Auto-correlation function of each of the first `max_coords` scalar coordinates, one
-    panel each, chains overlaid, lags 0..max_lag (fewer for short chains)."""
-    from .summary import autocorrelation
+    """ArviZ's auto-correlation plot of the first `max_coords` scalar coordinates (the chains
+    combined), lags 0..max_lag (fewer for short chains)."""
+    import arviz as az
 
-    max_coords = _check_max("max_coords", max_coords)
     max_lag = _check_max("max_lag", max_lag)
-    coords = list(coordinates(idata, max_coords))
-    if not coords:
-        raise ValueError("the posterior has no variables to plot")
-    plt = _pyplot()
-    n = len(coords)
-    ncols = min(n, 4)
-    nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols + 0.5, 2.5 * nrows + 0.8),
-                             squeeze=False, layout="constrained")
-    try:
-        colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-        for k, (label, x) in enumerate(coords):
-            ax = axes[k // ncols, k % ncols]
-            n_chains, n_draws = x.shape
-            lag = min(max_lag, max(n_draws - 1, 0))
-            with np.errstate(all="ignore"):
-                acf = autocorrelation(x, max_lag=lag)
-            lags = np.arange(acf.shape[1])
-            for c in range(n_chains):
-                ax.plot(lags, acf[c], color=colors[c % len(colors)], lw=0.9, alpha=0.85,
-                        label=f"chain {c}")
-            ax.axhline(0.0, color="0.3", lw=0.6)
-            ax.set_title(f"ACF of {label}", fontsize=9)
-            ax.set_xlim(0, max(lag, 1))
-            low = np.nanmin(acf) if np.isfinite(acf).any() else 0.0
-            ax.set_ylim(min(-0.2, low - 0.05), 1.05)
-            if k // ncols == nrows - 1 or k + ncols >= n:
-                ax.set_xlabel("lag")
-            if k % ncols == 0:
-                ax.set_ylabel("autocorrelation")
-        for k in range(n, nrows * ncols):
-            axes[k // ncols, k % ncols].set_visible(False)
-        if coords[0][1].shape[0] <= 8:
-            axes[0, 0].legend(loc="upper right", fontsize=7, framealpha=0.6)
-        fig.suptitle(_title(idata, "autocorrelation", n, _count_coordinates(idata)),
-                     fontsize=10)
-        fig.savefig(path, dpi=100)
-    finally:
-        plt.close(fig)
-    return Path(path)
+    sub, n = _coordinate_idata(idata, max_coords)
+    lag = max(1, min(max_lag, sub.posterior.sizes["draw"] - 1))
+    with _arviz_quiet():
+        axes = az.plot_autocorr(sub, max_lag=lag, combined=True, show=False)
+    return _save(axes, idata, "autocorrelation", n, path)
+
+
+def plot_rank(idata, path: str | os.PathLike, max_coords: int = 8) -> Path:
+    """ArviZ's rank plot (Vehtari et al. 2021): each chain's histogram of the ranks of its
+    draws among all chains; chains that mix give flat, alike histograms."""
+    import arviz as az
+
+    sub, n = _coordinate_idata(idata, max_coords)
+    with _arviz_quiet():
+        axes = az.plot_rank(sub, kind="bars", show=False)
+    return _save(axes, idata, "rank", n, path)
+
+
+def has_energy(idata) -> bool:
+    """Whether the run recorded the Hamiltonian (HMC-type samplers), so plot_energy applies."""
+    idata = getattr(idata, "idata", idata)
+    stats = getattr(idata, "sample_stats", None)
+    return stats is not None and "energy" in stats
+
+
+def plot_energy(idata, path: str | os.PathLike) -> Path:
+    """ArviZ's energy plot (Betancourt 2016): the marginal energy distribution against that
+    of the energy transitions, with each chain's E-BFMI; a transition density much narrower
+    than the marginal means the momentum resampling explores the energy levels slowly."""
+    import arviz as az
+
+    idata, _ = _posterior(idata)
+    if not has_energy(idata):
+        raise ValueError("the run recorded no energy (not an HMC-type sampler)")
+    with _arviz_quiet():
+        ax = az.plot_energy(idata, figsize=(7, 4.5), show=False)
+    return _save(ax, idata, "energy", 0, path)
+
+
+class _arviz_quiet:
+    """Silence the RuntimeWarnings ArviZ and NumPy raise on short or constant chains (the
+    plot shows what there is) and matplotlib's deprecation notices about ArviZ's calls."""
+
+    def __enter__(self):
+        import warnings
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        _pyplot()
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,13 +246,13 @@ def _current_points(tuner, history):
 
 
 def _bandit_title(idata, what: str, tuner, history) -> str:
-    parts = [what]
-    if idata is not None:
-        attrs = getattr(idata, "posterior", None)
-        attrs = attrs.attrs if attrs is not None else {}
-        parts += [str(attrs[k]) for k in ("posterior", "sampler") if k in attrs]
-    parts.append(f"{len(history)} BO steps")
+    parts = [what, *_names(_attrs(idata)), f"{len(history)} BO steps"]
     return " | ".join(parts)
+
+
+def _attrs(idata) -> dict:
+    post = getattr(idata, "posterior", None) if idata is not None else None
+    return dict(post.attrs) if post is not None else {}
 
 
 def _steps_grid(tuner) -> np.ndarray:
@@ -235,6 +265,7 @@ def plot_reward_surface(source, path: str | os.PathLike, grid: int = 120) -> Pat
     tried under the current GP as dots (area ∝ visits) and the final (ε, L) as a star
     (Wang 2012, Figs 4.1 and 4.4)."""
     tuner, history, idata = _bandit(source)
+    sym = _step_symbol(_attrs(idata))
     log_eps = np.linspace(tuner.lower[0], tuner.upper[0], int(grid))
     steps = _steps_grid(tuner)
     E, S = np.meshgrid(log_eps, steps)
@@ -256,11 +287,11 @@ def plot_reward_surface(source, path: str | os.PathLike, grid: int = 120) -> Pat
                        label=f"tried ({len(pts)} BO steps, {len(seen)} settings)")
         ax.scatter([tuner.step_size], [tuner.num_steps], marker="*", s=260, color="red",
                    edgecolor="black", lw=0.8, zorder=5,
-                   label=f"final ε={tuner.step_size:.3g}, L={tuner.num_steps}")
+                   label=f"final {sym}={tuner.step_size:.3g}, L={tuner.num_steps}")
         ax.set_xscale("log")
         ax.set_xlim(np.exp(tuner.lower[0]), np.exp(tuner.upper[0]))
         ax.set_ylim(steps[0], steps[-1])
-        ax.set_xlabel("step size ε (log scale)")
+        ax.set_xlabel(f"step size {sym} (log scale)")
         ax.set_ylabel("trajectory length L (maximum)")
         ax.legend(loc="upper right", fontsize=8, framealpha=0.8)
         title = _bandit_title(idata, "learned reward surface", tuner, history)
@@ -279,6 +310,7 @@ def plot_reward_slice(source, path: str | os.PathLike, steps: int | None = None,
     the reward against ε (log axis) with the rewards measured at that L, and below it the
     acquisition function along the slice at the last p_i (Wang 2012, Figs 4.2 and 4.6)."""
     tuner, history, idata = _bandit(source)
+    sym = _step_symbol(_attrs(idata))
     steps = int(tuner.num_steps if steps is None else steps)
     log_eps = np.linspace(tuner.lower[0], tuner.upper[0], int(grid))
     X = np.column_stack([log_eps, np.full(log_eps.shape, float(steps))])
@@ -301,7 +333,7 @@ def plot_reward_slice(source, path: str | os.PathLike, steps: int | None = None,
             ax.scatter([h["eps"] for h in at_l], [h["reward"] for h in at_l], s=16,
                        color="black", zorder=4, label=f"rewards at L = {steps} ({len(at_l)})")
         ax.axvline(tuner.step_size, color="0.4", ls="--", lw=0.8,
-                   label=f"final ε = {tuner.step_size:.3g}")
+                   label=f"final {sym} = {tuner.step_size:.3g}")
         finite = [h["reward"] for h in pts]
         if finite:  # the GP's prior sd (5) dwarfs the rewards far from the data: zoom on them
             lo, hi = min(0.0, min(finite)), max(finite)
@@ -315,7 +347,7 @@ def plot_reward_slice(source, path: str | os.PathLike, steps: int | None = None,
         ax_u.plot(eps, acq, color="C2", lw=1.5)
         ax_u.axvline(tuner.step_size, color="0.4", ls="--", lw=0.8)
         ax_u.set_ylabel(f"{name}\n(p_i = {p_last:.3g})", fontsize=9)
-        ax_u.set_xlabel("step size ε (log scale)")
+        ax_u.set_xlabel(f"step size {sym} (log scale)")
         ax_u.set_xscale("log")
         ax_u.set_xlim(eps[0], eps[-1])
         fig.savefig(path, dpi=100)

@@ -64,6 +64,7 @@ def assemble(run: Run, store, wall_total: float):
         "inference_library_version": __version__,
         "sampler": spec.sampler,
         "posterior": spec.posterior,
+        "posterior_name": flat.source.name,  # a user's own posterior is "custom" in spec
         "seed": spec.seed,
         "config": json.dumps(dataclasses.asdict(spec), sort_keys=True),
         "totals": json.dumps(totals, sort_keys=True),
