@@ -23,7 +23,7 @@ import dataclasses
 from typing import Any, Callable
 
 from .errors import BomcmcError
-from .kernels import ahmc, hmc, hmc_mixture, nuts, nuts_machine
+from .kernels import ahmc, hmc, hmc_mixture, nuts, nuts_machine, rwm
 from .kernels.base import Kernel
 from .tuning import ahmc_tuner, two_phase
 
@@ -73,6 +73,7 @@ SAMPLERS: dict[str, Sampler] = {
     "ahmc": Sampler(ahmc.kernel, make_tuner=ahmc_tuner.make_tuner,
                     tuner_options=ahmc_tuner.TUNER_OPTIONS,
                     adapt_hint="; for a learned metric use mass='diag'"),
+    "rwm": Sampler(rwm.kernel),  # random-walk Metropolis (a baseline; bandit via tuner=)
     "two_phase": Sampler(hmc_mixture.kernel, make_tuner=two_phase.make_tuner,
                          tuner_options=two_phase.TUNER_OPTIONS,
                          adapt_hint="; for a learned metric use mass='diag'"),

@@ -22,7 +22,10 @@ first `burn_in` fraction of it are discarded (kept on disk, not in `idata_`).
   §3.4);
 - "nuts": NUTS on the joint posterior of (log τ, w) with Stan's warm-up (`nuts_warmup`
   transitions);
-- "nuts_gibbs": Gibbs draws of the precisions, then NUTS on the weights (when installed).
+- "nuts_gibbs": Gibbs draws of the precisions, then NUTS on the weights;
+- "dyn_a", "dyn_b": Choo's joint dynamics of weights and log-precisions (Choo 2000 ch. 4,
+  `bnn/dynamical.py`), Dynamical A on the weights as they are, B on the non-centred weights
+  w·√τ, with (η, L) tuned by the GP bandit (reward ESJD/√L).
 Predictions pool the draws of every fold network for "ahmc_cv" (the K networks are draws of
 K posteriors that each miss 1/K of the data; Wang averages their predictions, Wang 2012 §4.1).
 """
@@ -45,7 +48,7 @@ from ..store import atomic_write, atomic_write_text
 
 DEFAULT_PRIOR = "ih 0.05:0.5 bh 0.05:0.5 ho x0.05:0.5 bo 100"  # FBM's regression recipe
 DEFAULT_NOISE = "0.05:0.5"
-SAMPLERS = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs")
+SAMPLERS = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs", "dyn_a", "dyn_b")
 CONFIG = "bnn.json"
 
 
@@ -121,21 +124,31 @@ class BayesianMLPBase(BaseEstimator):
     def _sampler_and_posterior(self, model, starts):
         """(sampler, posterior, keyword arguments of bomcmc.sample, the CV model or None)."""
         from .cv import CVModel
-        from .samplers import ahmc_gibbs_sampler, neal_sampler, nuts_gibbs_sampler
+        from .samplers import (ahmc_gibbs_sampler, dynamical_sampler, neal_sampler,
+                               nuts_gibbs_sampler)
+
+        from .dynamical import DynamicalA, DynamicalB
 
         name = sampler_name(self.sampler)
         tuned = dict(adapt=None, eps_bounds=self.eps_bounds, steps_bounds=self.steps_bounds,
                      budget=self.budget)
         cv = CVModel(model, self.folds) if name == "ahmc_cv" else None
-        target = cv if cv is not None else model
+        blocks = {"dyn_a": DynamicalA, "dyn_b": DynamicalB}.get(name)
+        blocks = blocks(model) if blocks is not None else None
+        target = cv if cv is not None else blocks if blocks is not None else model
         post = target.posterior()
         if starts is not None:
+            first = jax.tree_util.tree_map(lambda a: a[0], starts)
             if cv is not None:  # every fold network of a chain starts at the chain's fit
                 starts = jax.tree_util.tree_map(
                     lambda a: np.broadcast_to(a[:, None], (a.shape[0], cv.folds) + a.shape[1:]),
                     starts)
-            first = jax.tree_util.tree_map(lambda a: a[0], starts)
+            if isinstance(blocks, DynamicalB):  # chain starts in B's coordinates
+                starts = jax.tree_util.tree_map(np.asarray,
+                                                jax.vmap(blocks.to_noncentred)(starts))
             post = dataclasses.replace(target.posterior(init=first), chain_inits=starts)
+        if blocks is not None:
+            return dynamical_sampler(blocks, tuned=True), post, dict(tuned, reward="esjd"), None
         if name == "ahmc_cv":
             return ahmc_gibbs_sampler(cv), post, dict(tuned, reward="cv"), cv
         if name == "ahmc_gibbs":
@@ -155,7 +168,7 @@ class BayesianMLPBase(BaseEstimator):
         sampler, post, kw, cv = self._sampler_and_posterior(model, self._starts(model))
         name = sampler_name(self.sampler)
         max_grad = int(self.super_transitions) * int(self.budget)
-        lo = math.ceil(float(self.steps_bounds[0])) if name.startswith("ahmc") else (
+        lo = math.ceil(float(self.steps_bounds[0])) if name.startswith(("ahmc", "dyn")) else (
             int(self.steps) if name == "neal_gibbs" else 1)
         warmup = int(self.nuts_warmup) if name.startswith("nuts") else 0
         draws = max_grad // max(lo, 1) + 1

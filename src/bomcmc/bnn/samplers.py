@@ -28,6 +28,7 @@ import math
 from functools import partial
 
 from ..errors import BomcmcError
+from ..kernels.choo_dynamics import choo_kernel
 from ..kernels.neal_gibbs_hmc import neal_kernel
 from ..kernels.nuts_gibbs import nuts_gibbs_kernel
 from ..registry import Sampler
@@ -93,3 +94,16 @@ def nuts_gibbs_sampler(model, name: str = "nuts_gibbs") -> Sampler:
     """Gibbs draws of the precisions, then NUTS on the weights, with dual averaging of η in
     warm-up by default."""
     return Sampler(nuts_gibbs_kernel(model, name=name), adapter="dual_averaging")
+
+
+def dynamical_sampler(blocks, tuned: bool = False, name: str | None = None) -> Sampler:
+    """Choo's joint dynamics (`kernels/choo_dynamics.py`) over `blocks`, a
+    `bnn.dynamical.DynamicalA` or `DynamicalB` (use with `blocks.posterior()`): fixed (η, L)
+    as knobs, or with `tuned` the GP bandit over (η, L) as for `ahmc_gibbs_sampler`."""
+    variant = "b" if hasattr(blocks, "to_centred") else "a"
+    name = name or (f"ahmc_dyn_{variant}" if tuned else f"dyn_{variant}")
+    kernel = choo_kernel(blocks, name=name)
+    if not tuned:
+        return Sampler(kernel)
+    return Sampler(kernel, make_tuner=partial(make_tuner, model=blocks.model),
+                   tuner_options=TUNER_OPTIONS)

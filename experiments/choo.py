@@ -1,0 +1,199 @@
+"""Choo (2000) ch. 5: Neal's Gibbs updates against Dynamical A and B on his 8-point data, by
+the variance of means of the log hyperparameters (docs/bnn_dynamical.md).
+
+    python experiments/choo.py --hidden 8 --out benchmarks/results/choo-h8.json
+    python experiments/choo.py --hidden 8,12,16,20 --grid thesis --scale 1   # his full design
+
+Per network size: (1) a master run of Neal's scheme (many chains, low rejection) gives the
+posterior means of log σ = −½ log τ, the mass p of Choo's region G (log σ_u > 4 or
+log σ_a > 4) and 50 start states, 40 outside G and 10 inside (§5.4); (2) every method runs
+50 chains from those starts at each (L, η) of a grid, for a leapfrog budget of N_f steps per
+chain for Gibbs, N_f/2 for Dynamical A and N_f/3 for B (Choo's compute accounting, Table
+5.5), keeping N_s draws, one per super-transition; ρ of each log σ and g = (ρ_δ ρ_u ρ_v
+ρ_a)^¼ with stratified 90 % bootstrap intervals (§5.3–5.4.3); (3) each method is re-run at
+its best grid point with a new seed (Table 5.12) and the methods' g are compared by paired
+bootstrap ratios (§5.7). The adaptive samplers (`ahmc_gibbs`, `ahmc_dyn_b`: the GP bandit
+over (η, L) during the run) get the same budgets. `--scale` shrinks N_f (1 = Choo's
+614 400 leapfrog steps per Gibbs chain).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import bomcmc
+from bomcmc.bnn.choo_data import choo_model
+from bomcmc.bnn.dynamical import DynamicalA, DynamicalB
+from bomcmc.bnn.samplers import ahmc_gibbs_sampler, dynamical_sampler, neal_sampler
+from bomcmc.diagnostics.variance_of_means import (bootstrap_interval, combined,
+                                                  equilibrium_starts, ratio_interval,
+                                                  variance_of_means)
+
+HYPERS = ("noise", "ih0", "ho", "bh0", "bo")  # δ, u, v, a, b in Choo's order
+IN_G = ("ih0", "bh0")  # log σ_u > 4 or log σ_a > 4
+COST = {"gibbs": 1, "dyn_a": 2, "dyn_b": 3, "ahmc_gibbs": 1, "ahmc_dyn_b": 3}  # Table 5.5
+GRIDS = {  # (L values, η values); Choo's optima (Table 5.11) lie on these grids
+    "small": {"gibbs": ([50, 200], [0.283, 0.4]), "dyn_a": ([25, 100], [0.32, 0.453]),
+              "dyn_b": ([17, 66], [0.08, 0.16])},
+    "thesis": {"gibbs": ([25, 50, 100, 200, 400], [0.2, 0.283, 0.4, 0.566]),
+               "dyn_a": ([25, 50, 100, 200], [0.226, 0.32, 0.453, 0.64]),
+               "dyn_b": ([17, 33, 66, 133, 266, 533], [0.04, 0.08, 0.16, 0.32])},
+}
+THESIS_G = {  # Table 5.12: g at the optimum, and Table 5.11's (L, η)
+    8: {"gibbs": (0.0784, 200, 0.4), "dyn_a": (0.1039, 25, 0.64), "dyn_b": (0.0683, 533, 0.04)},
+    12: {"gibbs": (0.0818, 200, 0.4), "dyn_a": (0.0797, 100, 0.453),
+         "dyn_b": (0.1021, 533, 0.08)},
+    16: {"gibbs": (0.0883, 100, 0.4), "dyn_a": (0.1389, 200, 0.453),
+         "dyn_b": (0.0731, 66, 0.16)},
+    20: {"gibbs": (0.1159, 50, 0.283), "dyn_a": (0.0901, 100, 0.32),
+         "dyn_b": (0.0848, 17, 0.16)},
+}
+N_F = 614_400  # Choo's leapfrog steps per Gibbs chain (Table 5.10)
+
+
+def log_sigma(idata) -> dict[str, np.ndarray]:
+    post = idata.posterior
+    return {h: -0.5 * np.asarray(post[f"log_tau.{h}"].values) for h in HYPERS}
+
+
+def master(model, chains: int, transitions: int, seed: int):
+    """Neal's scheme, η = 0.3, L ~ U{1..40} (low rejection, Choo §5.4.1), half burn-in."""
+    res = bomcmc.sample(model.posterior(), sampler=neal_sampler(model), chains=chains,
+                        draws=transitions // 10, warmup=transitions, seed=seed, thin=10,
+                        progress=False, step_size=0.3, steps=40, random_steps=True,
+                        chunk_size=200)
+    return res
+
+
+def starts_from(model, res, n=50, n_in_g=10, seed=0):
+    post = res.idata.posterior
+    ls = log_sigma(res.idata)
+    in_g = (ls["ih0"] > 4) | (ls["bh0"] > 4)  # (chains, draws)
+    chains, draws = in_g.shape
+    flat_g = in_g.T.ravel()  # interleave chains: consecutive picks come from different chains
+    sep = max(1, (chains * draws) // (n + 20))
+    idx = equilibrium_starts(np.zeros(chains * draws), n, sep, in_region=flat_g,
+                             n_in_region=n_in_g, seed=seed)
+    c, d = idx % chains, idx // chains
+    tree = model.init_position()
+    starts = {"log_tau": {k: np.asarray(post[f"log_tau.{k}"].values)[c, d]
+                          for k in tree["log_tau"]},
+              "w": {k: np.asarray(post[f"w.{k}"].values)[c, d] for k in tree["w"]}}
+    return starts, flat_g[idx], float(in_g.mean())
+
+
+def run_method(model, method, starts, steps, eta, n_f, n_s, seed):
+    """Chains from `starts` for n_f / COST leapfrog steps each, N_s kept draws."""
+    budget = n_f // COST[method]
+    first = jax.tree_util.tree_map(lambda a: a[0], starts)
+    chains = len(starts["w"]["ih0"])
+    knobs = dict(step_size=eta, steps=steps)
+    if method in ("gibbs", "ahmc_gibbs"):
+        post = dataclasses.replace(model.posterior(init=first), chain_inits=starts)
+        sampler = neal_sampler(model) if method == "gibbs" else ahmc_gibbs_sampler(model)
+    else:
+        blocks = DynamicalA(model) if method == "dyn_a" else DynamicalB(model)
+        init = starts if method == "dyn_a" else jax.vmap(blocks.to_noncentred)(starts)
+        post = dataclasses.replace(blocks.posterior(init=first),
+                                   chain_inits=jax.tree_util.tree_map(np.asarray, init))
+        sampler = dynamical_sampler(blocks, tuned=method.startswith("ahmc"))
+    if method.startswith("ahmc"):
+        knobs = dict(eps_bounds=(0.02, 1.0), steps_bounds=(5, 300), budget=budget // n_s,
+                     random_steps=False)
+        return bomcmc.sample(post, sampler=sampler, chains=chains, draws=budget, warmup=0,
+                             seed=seed, progress=False, max_grad=budget * (
+                                 2 if method == "ahmc_dyn_b" else 1), adapt=None,
+                             chunk_size=min(budget // 5, 2000), **knobs)
+    transitions = budget // steps
+    thin = max(1, transitions // n_s)
+    return bomcmc.sample(post, sampler=sampler, chains=chains, draws=transitions // thin,
+                         warmup=0, seed=seed, thin=thin, progress=False,
+                         chunk_size=min(transitions // thin, 500), **knobs)
+
+
+def measure(res, truth, strata, p, n_s):
+    ls = log_sigma(res.idata)
+    n = ls["ih0"].shape[1]
+    pick = np.linspace(0, n - 1, min(n_s, n)).round().astype(int)  # N_s evenly spaced draws
+    keep = {h: v[:, pick] for h, v in ls.items()}
+    means = np.stack([keep[h].mean(axis=1) for h in HYPERS], axis=1)  # (chains, 5)
+    r = variance_of_means(means, truth, strata, p)
+    g = combined(r.rho, which=[0, 1, 2, 3])
+    lo, hi = bootstrap_interval(means, truth, strata=strata, p=p, resamples=1000)
+    acc = float(res.idata.sample_stats.acceptance_rate.mean())
+    return means, {"rho": r.rho.tolist(), "rho_se": r.se.tolist(), "g": g, "g_90": [lo, hi],
+                   "rejection": 1 - acc, "wall_s": res.totals["wall_s"],
+                   "n_grad": res.totals["n_grad"]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hidden", default="8")
+    ap.add_argument("--grid", choices=sorted(GRIDS), default="small")
+    ap.add_argument("--scale", type=float, default=0.25, help="fraction of Choo's N_f")
+    ap.add_argument("--ns", type=int, default=100, help="kept draws per chain (N_s)")
+    ap.add_argument("--master", type=int, default=20000, help="master transitions per chain")
+    ap.add_argument("--adaptive", action="store_true", help="also ahmc_gibbs, ahmc_dyn_b")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    bomcmc.enable_compilation_cache()
+    n_f = int(N_F * args.scale)
+    out = {"n_f": n_f, "n_s": args.ns, "grid": args.grid, "sizes": {}}
+    for h in [int(x) for x in args.hidden.split(",")]:
+        t0 = time.perf_counter()
+        model = choo_model(h)
+        ref = master(model, 64, args.master, seed=100 + h)
+        ls = log_sigma(ref.idata)
+        truth = np.array([ls[k].mean() for k in HYPERS])
+        starts, strata, p = starts_from(model, ref, seed=h)
+        size = {"truth_log_sigma": truth.tolist(), "p_G": p, "grid": {}, "best": {}}
+        print(f"H={h}: master {time.perf_counter() - t0:.0f} s, p(G) = {p:.3f}", flush=True)
+        best_means = {}
+        for method, (ls_grid, etas) in GRIDS[args.grid].items():
+            results = []
+            for steps in ls_grid:
+                for eta in etas:
+                    res = run_method(model, method, starts, steps, eta, n_f, args.ns, seed=1)
+                    _, m = measure(res, truth, strata, p, args.ns)
+                    results.append({"L": steps, "eta": eta, **m})
+                    print(f"  {method} L={steps} η={eta}: g={m['g']:.4f} "
+                          f"rej={m['rejection']:.2f} ({m['wall_s']:.0f} s)", flush=True)
+            best = min(results, key=lambda r: r["g"])
+            res = run_method(model, method, starts, best["L"], best["eta"], n_f, args.ns, 2)
+            best_means[method], m = measure(res, truth, strata, p, args.ns)
+            size["grid"][method] = results
+            size["best"][method] = {"L": best["L"], "eta": best["eta"], **m,
+                                    "thesis": THESIS_G.get(h, {}).get(method)}
+            print(f"  {method} best L={best['L']} η={best['eta']}: re-run g={m['g']:.4f} "
+                  f"90% [{m['g_90'][0]:.4f}, {m['g_90'][1]:.4f}]", flush=True)
+        if args.adaptive:
+            for method in ("ahmc_gibbs", "ahmc_dyn_b"):
+                res = run_method(model, method, starts, 0, 0.0, n_f, args.ns, seed=3)
+                best_means[method], m = measure(res, truth, strata, p, args.ns)
+                size["best"][method] = m
+                print(f"  {method}: g={m['g']:.4f} 90% [{m['g_90'][0]:.4f}, "
+                      f"{m['g_90'][1]:.4f}]", flush=True)
+        size["ratios"] = {}
+        names = list(best_means)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                point, (lo, hi) = ratio_interval(best_means[a], best_means[b], truth,
+                                                 strata_a=strata, strata_b=strata, p=p,
+                                                 statistic=lambda r: combined(r.rho, [0, 1, 2, 3]),
+                                                 resamples=500, paired=True)
+                size["ratios"][f"{a}/{b}"] = [point, lo, hi]
+        size["wall_s"] = time.perf_counter() - t0
+        out["sizes"][h] = size
+        Path(args.out).write_text(json.dumps(out, indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Choo's joint Hamiltonian dynamics of weights and hyperparameters (Choo 2000, ch. 4).
+
+Instead of Gibbs draws of the hyperparameters between HMC trajectories of the weights
+(`neal_gibbs_hmc.py`), the log-precisions λ join the weights θ in one Hamiltonian trajectory
+(Choo 2000 §4.1, eq. 4.4): q = (q_γ, q_θ), p ~ N(0, I), H = E(q) + ½|p|².
+
+Each block has its own per-coordinate step sizes v = η / √c (Choo 2000 §2.3.2, eqs.
+2.19–2.20; one η for both blocks, as in his Table 5.3), and the step sizes of one block may
+depend only on the other block, so that each block's update is an ordinary reversible,
+volume-preserving leapfrog step while that block moves (Choo 2000 §4.1.2). One step of the
+trajectory (Choo 2000, Alg. 4):
+
+    v_θ ← η / √c_θ(q_γ);  leapfrog step of (q_θ, p_θ) with q_γ fixed
+    v_γ ← η / √c_γ(q_θ);  leapfrog step of (q_γ, p_γ) with q_θ fixed
+
+repeated L times, the two blocks in this order or the reverse with probability ½ each,
+drawn once per trajectory: the reverse of a trajectory in one order is a trajectory in the
+other, so the proposal is symmetric. The end point is accepted by the Metropolis test on H.
+
+A leapfrog step of one block with step-size vector v is p ← p + (v/2)∇log π,
+q ← q + v p, p ← p + (v/2)∇log π on that block's coordinates (v is zero on the others): a
+composition of shears, so volume-preserving, and its own inverse after a momentum flip.
+Each block step takes one gradient of the joint log density, so a trajectory of L steps
+costs 2L gradients (reported as `n_grad`); the curvature estimates cost forward passes on
+top (Choo 2000 §4.6–4.8 tabulates the total).
+
+The kernel is generic in what it moves: `blocks` supplies `n_hyper` (the first coordinates
+of the flat position are the hyperparameter block), `dim`, `weight_curvature(x)` (c_θ, a
+function of x[:n_hyper] only) and `hyper_curvature(x)` (c_γ, a function of x[n_hyper:]
+only). `bnn/dynamical.py` builds them for Choo's Dynamical A (the weights as they are) and
+Dynamical B (the non-centred weights w·√τ).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..config import float_dtype
+from ..errors import BomcmcError
+from ..validation import positive_number, whole_number
+from .base import Kernel
+from .hmc import (MAX_ENERGY_ERROR, HMCInfo, HMCState, metropolis, trajectory_length,
+                  transition_info)
+from .integrators import IntegratorState
+
+ChooState = HMCState
+ChooInfo = HMCInfo  # step_size reports η
+
+
+class ChooKnobs(NamedTuple):
+    step_size: jax.Array  # η, the step-size adjustment factor of both blocks
+    num_steps: jax.Array  # L (the maximum when random_steps)
+    random_steps: jax.Array  # bool: L_r ~ U{1..L} per transition
+
+
+def block_leapfrog(x, p, grad, v, logdensity_fn):
+    """One leapfrog step with per-coordinate step sizes v (zero outside the moving block):
+    returns (x, p, log π(x), ∇log π(x)) at the end."""
+    p = p + 0.5 * v * grad
+    x = x + v * p
+    logp, grad = jax.value_and_grad(logdensity_fn)(x)
+    p = p + 0.5 * v * grad
+    return x, p, logp, grad
+
+
+def step_sizes(blocks, x, eta, which: str):
+    """The full-length step-size vector of one block (zero on the other block)."""
+    n_hyper, dtype = blocks.n_hyper, x.dtype
+    if which == "weights":
+        v = eta / jnp.sqrt(blocks.weight_curvature(x).astype(dtype))
+        return jnp.concatenate([jnp.zeros((n_hyper,), dtype), v])
+    v = eta / jnp.sqrt(blocks.hyper_curvature(x).astype(dtype))
+    return jnp.concatenate([v, jnp.zeros((blocks.dim - n_hyper,), dtype)])
+
+
+def trajectory(blocks, x, p, logp, grad, logdensity_fn, eta, n, hyper_first):
+    """Choo 2000, Alg. 4: n alternating block steps, the hyperparameters first when
+    `hyper_first` (a traced bool). Returns the end as an `IntegratorState`."""
+    def one(which):
+        def block(carry):
+            x, p, logp, grad = carry
+            return block_leapfrog(x, p, grad, step_sizes(blocks, x, eta, which),
+                                  logdensity_fn)
+        return block
+
+    def body(_, carry):
+        carry = jax.lax.cond(hyper_first, one("hyper"), one("weights"), carry)  # first block
+        return jax.lax.cond(hyper_first, one("weights"), one("hyper"), carry)  # second
+
+    x, p, logp, grad = jax.lax.fori_loop(0, n, body, (x, p, logp, grad))
+    return IntegratorState(x, p, logp, grad)
+
+
+def choo_kernel(blocks, name: str = "dyn_a") -> Kernel:
+    """Choo's joint dynamics as a `Kernel` over the flat position [λ…, weights…] of `blocks`
+    (use with the posterior the blocks were built for)."""
+    dim = blocks.dim
+
+    def init(position, logdensity_fn):
+        logp, grad = jax.value_and_grad(logdensity_fn)(position)
+        return ChooState(position, logp, grad)
+
+    def step(key, state, logdensity_fn, knobs, max_energy_error=MAX_ENERGY_ERROR):
+        k_p, k_u = jax.random.split(key)
+        x0 = state.position
+        dtype = x0.dtype
+        u_accept, u_steps, u_order = jax.random.uniform(k_u, (3,), dtype)
+        momentum = jax.random.normal(k_p, x0.shape, dtype)
+        eta = jnp.asarray(knobs.step_size, dtype)
+        n = trajectory_length(u_steps, knobs)
+        end = trajectory(blocks, x0, momentum, state.logdensity, state.logdensity_grad,
+                         logdensity_fn, eta, n, u_order < 0.5)
+        energy0, delta, diverging, accept_prob, accept = metropolis(
+            state.logdensity, end, momentum, jnp.ones((dim,), dtype), u_accept,
+            max_energy_error)
+        new_state = ChooState(jnp.where(accept, end.position, x0),
+                              jnp.where(accept, end.logdensity, state.logdensity),
+                              jnp.where(accept, end.logdensity_grad, state.logdensity_grad))
+        info = transition_info(x0, end.position, new_state.position, energy0, delta,
+                               diverging, accept_prob, 2 * n, n, eta)
+        return new_state, info
+
+    def make_knobs(d: int, step_size: float | None = None, steps: int = 100,
+                   random_steps: bool = False, eta: float | None = None) -> ChooKnobs:
+        if d != dim:
+            raise BomcmcError(f"sampler '{name}' was built for a model of dimension {dim}, "
+                              f"but the posterior has dimension {d}")
+        if step_size is not None and eta is not None:
+            raise BomcmcError("give the step-size adjustment factor once: eta= or step_size=")
+        eta = 0.1 if step_size is None and eta is None else (eta if eta is not None else step_size)
+        positive_number("eta (step_size)", eta)
+        whole_number("steps (L)", steps)
+        return ChooKnobs(step_size=np.asarray(eta, float_dtype()),
+                         num_steps=np.asarray(int(steps), np.int32),
+                         random_steps=np.asarray(bool(random_steps)))
+
+    return Kernel(name=name, init=init, step=step, make_knobs=make_knobs)
