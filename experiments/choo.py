@@ -134,6 +134,85 @@ def measure(res, truth, strata, p, n_s):
                    "n_grad": res.totals["n_grad"]}
 
 
+def plot(path: str, outdir: str) -> list[str]:
+    """Figures from a results file: g against L (at each method's best η) and against η (at
+    its best L) per network size (Choo's Figs 5.9–5.12 as slices), g at the re-run optimum
+    against the number of hidden units with 90 % intervals (Fig. 5.13), and the paired
+    bootstrap ratios (Fig. 5.15)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = json.loads(Path(path).read_text())
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    sizes = sorted(res["sizes"], key=int)
+    for h in sizes:
+        size = res["sizes"][h]
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+        for method, rows in size["grid"].items():
+            best = size["best"][method]
+            at_eta = sorted((r for r in rows if r["eta"] == best["eta"]), key=lambda r: r["L"])
+            at_l = sorted((r for r in rows if r["L"] == best["L"]), key=lambda r: r["eta"])
+            for ax, pts, key in ((axes[0], at_eta, "L"), (axes[1], at_l, "eta")):
+                x = [r[key] for r in pts]
+                g = [r["g"] for r in pts]
+                err = np.array([[r["g"] - r["g_90"][0], r["g_90"][1] - r["g"]] for r in pts]).T
+                ax.errorbar(x, g, yerr=np.maximum(err, 0), marker="o", capsize=3,
+                            label=f"{method} ({'η' if key == 'L' else 'L'} = "
+                                  f"{best['eta'] if key == 'L' else best['L']})")
+        for ax, label in ((axes[0], "trajectory length L"), (axes[1], "step-size factor η")):
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(label)
+            ax.set_ylabel("g (lower is better)")
+            ax.legend(fontsize=8)
+        fig.suptitle(f"Choo's network, {h} hidden units: g over the grid (90 % bootstrap)")
+        name = out / f"choo-grid-h{h}.png"
+        fig.savefig(name, dpi=100)
+        plt.close(fig)
+        made.append(str(name))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    methods = list(res["sizes"][sizes[0]]["best"])
+    for k, method in enumerate(methods):
+        hs = [int(h) for h in sizes if method in res["sizes"][h]["best"]]
+        b = [res["sizes"][str(h)]["best"][method] for h in hs]
+        g = np.array([r["g"] for r in b])
+        err = np.array([[r["g"] - r["g_90"][0], r["g_90"][1] - r["g"]] for r in b]).T
+        axes[0].errorbar(np.array(hs) + 0.3 * (k - 2), g, yerr=np.maximum(err, 0), marker="o",
+                         capsize=3, label=method)
+        thesis = [res["sizes"][str(h)]["best"][method].get("thesis") for h in hs]
+        if all(thesis):
+            axes[0].plot(hs, [t[0] for t in thesis], ls=":", marker="x", color=f"C{k}",
+                         label=f"{method}, Choo 2000 Table 5.12")
+    axes[0].set_xlabel("hidden units")
+    axes[0].set_ylabel("g at the re-run optimum")
+    axes[0].set_xticks([int(h) for h in sizes])
+    axes[0].legend(fontsize=7)
+    pairs = [q for q in ("gibbs/dyn_b", "dyn_a/dyn_b", "gibbs/dyn_a", "gibbs/ahmc_gibbs",
+                         "dyn_b/ahmc_dyn_b") if q in res["sizes"][sizes[0]]["ratios"]]
+    for k, pair in enumerate(pairs):
+        vals = [res["sizes"][h]["ratios"].get(pair) for h in sizes]
+        hs = [int(h) for h, v in zip(sizes, vals) if v]
+        v = np.array([x for x in vals if x])
+        axes[1].errorbar(np.array(hs) + 0.25 * (k - len(pairs) / 2), v[:, 0],
+                         yerr=[v[:, 0] - v[:, 1], v[:, 2] - v[:, 0]], marker="o", capsize=3,
+                         label=pair)
+    axes[1].axhline(1.0, color="grey", ls="--")
+    axes[1].set_yscale("log")
+    axes[1].set_xlabel("hidden units")
+    axes[1].set_ylabel("ratio of g (paired bootstrap, 90 %)")
+    axes[1].set_xticks([int(h) for h in sizes])
+    axes[1].legend(fontsize=7)
+    name = out / "choo-g-vs-hidden.png"
+    fig.savefig(name, dpi=100)
+    plt.close(fig)
+    made.append(str(name))
+    return made
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hidden", default="8")
@@ -142,8 +221,12 @@ def main(argv=None):
     ap.add_argument("--ns", type=int, default=100, help="kept draws per chain (N_s)")
     ap.add_argument("--master", type=int, default=20000, help="master transitions per chain")
     ap.add_argument("--adaptive", action="store_true", help="also ahmc_gibbs, ahmc_dyn_b")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", required=True, help="results JSON")
+    ap.add_argument("--plot", metavar="DIR", help="only draw the figures of --out into DIR")
     args = ap.parse_args(argv)
+    if args.plot:
+        print("\n".join(plot(args.out, args.plot)))
+        return
     bomcmc.enable_compilation_cache()
     n_f = int(N_F * args.scale)
     out = {"n_f": n_f, "n_s": args.ns, "grid": args.grid, "sizes": {}}

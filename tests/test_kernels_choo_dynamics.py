@@ -155,8 +155,9 @@ def test_dynamical_b_without_its_jacobian_fails_the_same_test():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("seed", [21, 31])
 @pytest.mark.parametrize("variant", ["a", "b"])
-def test_dynamics_agree_with_neal_on_choo_network(variant):
+def test_dynamics_agree_with_neal_on_choo_network(variant, seed):
     """Choo 2000 §5.2 on his 8-point data, 8 tanh units: the five log-precisions' marginals
     of Dynamical A or B against Neal's Gibbs-within-HMC by two-sample KS tests after thinning
     to about one draw per ESS (test_bnn_choo_data's helpers, family-wise 1 %), and the
@@ -167,14 +168,14 @@ def test_dynamics_agree_with_neal_on_choo_network(variant):
     from bomcmc.bnn.predict import predict_regression
 
     model = choo_model(8)
-    neal = run_neal(model, CI, seed=21)
+    neal = run_neal(model, CI, seed=seed)
     blocks = (DynamicalA if variant == "a" else DynamicalB)(model)
     knobs = DYN_KNOBS[variant]
     dyn = bomcmc.sample(blocks.posterior(), sampler=dynamical_sampler(blocks),
-                        chains=CI.chains, draws=CI.draws, warmup=CI.warmup, seed=22,
+                        chains=CI.chains, draws=CI.draws, warmup=CI.warmup, seed=seed + 1,
                         thin=CI.thin, progress=False, chunk_size=CI.chunk, **knobs)
     p = ks_pvalues(hyper_draws(neal), hyper_draws(dyn))
-    print(f"\ndynamical {variant} vs neal: KS p "
+    print(f"\ndynamical {variant} vs neal (seed {seed}): KS p "
           + ", ".join(f"{h} {v:.3g}" for h, v in p.items()))
     assert all(v > P_MIN for v in p.values()), p
     X = model.X
