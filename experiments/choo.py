@@ -221,6 +221,9 @@ def main(argv=None):
     ap.add_argument("--ns", type=int, default=100, help="kept draws per chain (N_s)")
     ap.add_argument("--master", type=int, default=20000, help="master transitions per chain")
     ap.add_argument("--adaptive", action="store_true", help="also ahmc_gibbs, ahmc_dyn_b")
+    ap.add_argument("--best-from", metavar="JSON",
+                    help="skip the grid: re-run each method at the optimum an earlier results "
+                         "file found (e.g. a grid at a smaller --scale)")
     ap.add_argument("--out", required=True, help="results JSON")
     ap.add_argument("--plot", metavar="DIR", help="only draw the figures of --out into DIR")
     args = ap.parse_args(argv)
@@ -229,7 +232,9 @@ def main(argv=None):
         return
     bomcmc.enable_compilation_cache()
     n_f = int(N_F * args.scale)
-    out = {"n_f": n_f, "n_s": args.ns, "grid": args.grid, "sizes": {}}
+    previous = json.loads(Path(args.best_from).read_text()) if args.best_from else None
+    out = {"n_f": n_f, "n_s": args.ns, "grid": args.grid, "sizes": {},
+           "grid_from": args.best_from}
     for h in [int(x) for x in args.hidden.split(",")]:
         t0 = time.perf_counter()
         model = choo_model(h)
@@ -242,6 +247,9 @@ def main(argv=None):
         best_means = {}
         for method, (ls_grid, etas) in GRIDS[args.grid].items():
             results = []
+            if previous is not None:  # the optimum of an earlier grid search
+                results = previous["sizes"][str(h)]["grid"][method]
+                ls_grid, etas = [], []
             for steps in ls_grid:
                 for eta in etas:
                     res = run_method(model, method, starts, steps, eta, n_f, args.ns, seed=1)

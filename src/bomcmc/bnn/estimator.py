@@ -83,8 +83,9 @@ class BayesianMLPBase(BaseEstimator):
     """Fitting, prediction plumbing and persistence shared by the regressor and the classifier.
 
     Subclasses define `__init__` (scikit-learn reads the parameters from its signature),
-    `_likelihood(y)`, `_encode(y)` (validated targets -> what the network models) and the
-    prediction methods. Parameters are documented on the subclasses."""
+    `_likelihood(y)`, `fit` (scikit-learn's input validation, then `_fit` with the targets
+    the network models) and the prediction methods. Parameters are documented on the
+    subclasses."""
 
     def _hidden(self) -> tuple[int, ...]:
         return (self.hidden,) if isinstance(self.hidden, (int, np.integer)) else \

@@ -29,8 +29,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         prior: FBM net-spec text of the weight priors (docs/bnn.md); fixed widths such as
             "ih 1 bh 1 ho 1 bo 1" are the fixed Gaussian priors of Ask 2022, eq. 6.22.
         noise: the noise prior ("0.05:0.5": a Gamma hyperprior; "0.1": fixed σ = 0.1).
-        sampler: one of "ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs"
-            (`bnn/estimator.py`). folds: K for "ahmc_cv".
+        sampler: one of "ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs",
+            "dyn_a", "dyn_b" (`bnn/estimator.py`). folds: K for "ahmc_cv".
         chains: independent chains (vmapped). seed: the run's seed.
         super_transitions, budget: the leapfrog budget per chain (their product).
         burn_in: fraction of the budget whose draws are discarded.

@@ -1,0 +1,175 @@
+"""The Intracluster-Move (IM) sampler and Kawasaki dynamics for constrained spin systems.
+
+Hamze & de Freitas 2010; Mahendran 2011 ch. 4 and Mahendran et al. 2012 (as their code
+implements it, `IMUtils.c`): the target is π(s) ∝ exp(−β E(s)) on the states at Hamming
+distance n from a reference c (`models/spins.py`). One move with self-avoiding-walk length k
+and bias γ:
+
+1. down walk, t = 1..k: among D(s) = {i : s_i ≠ c_i} choose σ_t with probability ∝
+   w_γ(i; s) = 1 / (1 + exp(γ ΔE_i(s))), ΔE_i = 2 s_i h^eff_i the energy change of flipping
+   i, and flip it;
+2. up walk, t = 1..k: among U(s) = {i : s_i = c_i} (now including the spins just flipped
+   down) choose ρ_t with probability ∝ w_γ(i; s), and flip it.
+
+The walk keeps d_H(s, c) = n. The probability of the reverse move (ρ_k..ρ_1 down, then
+σ_k..σ_1 up) is accumulated during the forward pass: after flipping σ_t, the reverse up step
+that restores it has probability w_γ(σ_t; s) / Σ_{j∈U(s)} w_γ(j; s) in the new state, and
+after flipping ρ_t the reverse down step w_γ(ρ_t; s) / Σ_{j∈D(s)} w_γ(j; s). The move is
+accepted with probability min{1, exp(−β ΔE + log f_rev − log f_fwd)}; a rejected move leaves
+the state as it was.
+
+The effective fields h^eff are carried in the state and updated per flip through the
+neighbour lists (O(degree) per flip); choosing a spin needs the weights of all candidates
+(O(N) per step). k and γ are runtime knobs (the walk's loop runs k times with k traced), so
+changing them never recompiles. Kawasaki dynamics is the move with k = 1 and γ = 0: a random
+spin of D exchanged with a random spin of U, with its exact proposal ratio.
+
+The kernel is built for one model (duck-typed: `neighbors`, `couplings`, `reference`, `beta`,
+`n_flipped`, `effective_fields`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..config import float_dtype
+from ..errors import BomcmcError
+from .base import Kernel
+
+
+class IMState(NamedTuple):
+    position: jax.Array  # spins as ±1.0
+    logdensity: jax.Array  # −β E(s)
+    logdensity_grad: jax.Array  # zeros (the driver's state has one)
+    h_eff: jax.Array  # effective fields (N,)
+
+
+class IMKnobs(NamedTuple):
+    k: jax.Array  # self-avoiding-walk length
+    gamma: jax.Array  # bias of the walk's heat-bath weights
+
+
+class IMInfo(NamedTuple):
+    acceptance_rate: jax.Array
+    diverging: jax.Array  # always False
+    n_grad: jax.Array  # 0
+    n_steps: jax.Array  # spins flipped by the proposal (2k)
+    sq_jump: jax.Array
+    esjd: jax.Array  # a·||s* − s||²
+    step_size: jax.Array  # γ
+    walk_length: jax.Array  # k
+    spin_energy: jax.Array  # E of the state after the move
+
+
+class Proposal(NamedTuple):
+    position: jax.Array
+    h_eff: jax.Array  # (N + 1,): the dummy spin's field last
+    log_forward: jax.Array
+    log_reverse: jax.Array
+    delta_energy: jax.Array
+    path: jax.Array  # (2·k_max,) flipped spins in order, −1 after 2k
+
+
+def _log_weights(s, h, gamma):
+    return -jax.nn.softplus(gamma * 2.0 * s * h[:-1])  # log w_γ = −softplus(γ ΔE)
+
+
+def _masked_logsumexp(logw, mask):
+    return jax.scipy.special.logsumexp(jnp.where(mask, logw, -jnp.inf))
+
+
+def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
+    """One IM proposal from (s, h_eff) with walk length k ≤ k_max (module docstring)."""
+    dtype = s.dtype
+    c = jnp.asarray(model.reference, dtype)
+    nbr = jnp.asarray(model.neighbors)
+    cpl = jnp.asarray(model.couplings, dtype)
+    gamma = jnp.asarray(gamma, dtype)
+    h = jnp.concatenate([h_eff, jnp.zeros((1,), dtype)])
+
+    def step(t, carry, down: bool):
+        s, h, log_f, log_r, d_e, path = carry
+        logw = _log_weights(s, h, gamma)
+        mask = (s != c) if down else (s == c)
+        logits = jnp.where(mask, logw, -jnp.inf)
+        i = jax.random.categorical(jax.random.fold_in(key, t + (0 if down else k_max)), logits)
+        log_f = log_f + logits[i] - jax.scipy.special.logsumexp(logits)
+        s_i = s[i]
+        d_e = d_e + 2.0 * s_i * h[i]
+        s = s.at[i].set(-s_i)
+        h = h.at[nbr[i]].add(-2.0 * s_i * cpl[i])
+        h = h.at[-1].set(0.0)  # the dummy spin's field stays 0
+        logw = _log_weights(s, h, gamma)
+        back = (s == c) if down else (s != c)  # the reverse step's candidates
+        log_r = log_r + logw[i] - _masked_logsumexp(logw, back)
+        path = path.at[t + (0 if down else k)].set(i.astype(jnp.int32))
+        return s, h, log_f, log_r, d_e, path
+
+    zero = jnp.zeros((), dtype)
+    path = jnp.full((2 * k_max,), -1, jnp.int32)
+    carry = (s, h, zero, zero, zero, path)
+    carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, True), carry)
+    carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, False), carry)
+    s1, h1, log_f, log_r, d_e, path = carry
+    return Proposal(s1, h1, log_f, log_r, d_e, path)
+
+
+def im_kernel(model, name: str = "im", k_max: int | None = None) -> Kernel:
+    """The IM `Kernel` for a spin model; knobs k (1 ≤ k ≤ k_max, default min(n, N − n))
+    and gamma (≥ 0)."""
+    n_spins, n_flipped = int(model.fields.shape[0]), int(model.n_flipped)
+    limit = min(n_flipped, n_spins - n_flipped)
+    k_max = limit if k_max is None else int(k_max)
+    if not 1 <= k_max <= limit:
+        raise BomcmcError(f"k_max must be in [1, {limit}] (min(n, N − n)), got {k_max}")
+    beta = float(model.beta)
+
+    def init(position, logdensity_fn):
+        position = jnp.asarray(position)
+        h = model.effective_fields(position)
+        return IMState(position, logdensity_fn(position), jnp.zeros_like(position), h)
+
+    def step(key, state, logdensity_fn, knobs):
+        k_walk, k_acc = jax.random.split(key)
+        s0 = state.position
+        dtype = s0.dtype
+        prop = propose(model, k_walk, s0, state.h_eff, knobs.k, knobs.gamma, k_max)
+        log_alpha = -beta * prop.delta_energy + prop.log_reverse - prop.log_forward
+        accept_prob = jnp.exp(jnp.minimum(0.0, log_alpha))
+        accept = jax.random.uniform(k_acc, (), dtype) < accept_prob
+        s1 = jnp.where(accept, prop.position, s0)
+        lp1 = jnp.where(accept, state.logdensity - beta * prop.delta_energy, state.logdensity)
+        h1 = jnp.where(accept, prop.h_eff[:-1], state.h_eff)
+        jump = jnp.sum((prop.position - s0) ** 2)
+        info = IMInfo(acceptance_rate=accept_prob, diverging=jnp.zeros((), bool),
+                      n_grad=jnp.zeros((), jnp.int32), n_steps=2 * knobs.k,
+                      sq_jump=jnp.sum((s1 - s0) ** 2), esjd=accept_prob * jump,
+                      step_size=jnp.asarray(knobs.gamma, dtype), walk_length=knobs.k,
+                      spin_energy=-lp1 / beta)
+        return IMState(s1, lp1, state.logdensity_grad, h1), info
+
+    def make_knobs(d: int, k: int = 1, gamma: float = 0.0) -> IMKnobs:
+        if d != n_spins:
+            raise BomcmcError(f"sampler '{name}' was built for {n_spins} spins, the posterior "
+                              f"has {d}")
+        if isinstance(k, bool) or int(k) != k or not 1 <= k <= k_max:
+            raise BomcmcError(f"k must be an integer in [1, {k_max}], got {k!r}")
+        if not (np.isfinite(gamma) and gamma >= 0):
+            raise BomcmcError(f"gamma must be a finite number >= 0, got {gamma!r}")
+        return IMKnobs(k=np.asarray(int(k), np.int32), gamma=np.asarray(gamma, float_dtype()))
+
+    return Kernel(name=name, init=init, step=step, make_knobs=make_knobs)
+
+
+def kawasaki_kernel(model, name: str = "kawasaki") -> Kernel:
+    """Kawasaki dynamics: the IM move with k = 1 and γ = 0 (no knobs)."""
+    base = im_kernel(model, name=name, k_max=1)
+
+    def make_knobs(d: int) -> IMKnobs:
+        return base.make_knobs(d, k=1, gamma=0.0)
+
+    return base._replace(make_knobs=make_knobs)
