@@ -17,7 +17,6 @@ from scipy import stats
 
 import bomcmc
 from bomcmc.kernels import intracluster as im
-from bomcmc.kernels.base import Kernel
 from bomcmc.models.spins import from_pairs, ising_grid
 
 pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
