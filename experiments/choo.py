@@ -213,6 +213,33 @@ def plot(path: str, outdir: str) -> list[str]:
     return made
 
 
+def table(path: str) -> str:
+    """Markdown tables of a results file: per size and method the optimum (L, η), the
+    rejection rate, ρ of each log σ ± its standard error and g with its 90 % interval, beside
+    Choo's Table 5.11–5.12 values; then the paired ratios of g."""
+    res = json.loads(Path(path).read_text())
+    names = ("δ", "u", "v", "a", "b")
+    lines = [f"N_f = {res['n_f']} leapfrog steps per Gibbs chain, N_s = {res['n_s']} "
+             f"kept draws per chain", "",
+             "| H | method | L | η | rejection | " + " | ".join(f"ρ_{n}" for n in names)
+             + " | g [90 %] | Choo: L, η, g |",
+             "|" + "---|" * (11)]
+    for h, size in sorted(res["sizes"].items(), key=lambda kv: int(kv[0])):
+        for method, b in size["best"].items():
+            rho = " | ".join(f"{r:.4f} ± {e:.4f}" for r, e in zip(b["rho"], b["rho_se"]))
+            thesis = b.get("thesis")
+            choo = f"{thesis[1]}, {thesis[2]}, {thesis[0]}" if thesis else "–"
+            lines.append(f"| {h} | {method} | {b.get('L', 'bandit')} | {b.get('eta', 'bandit')} "
+                         f"| {b['rejection']:.2f} | {rho} | {b['g']:.4f} [{b['g_90'][0]:.4f}, "
+                         f"{b['g_90'][1]:.4f}] | {choo} |")
+    lines += ["", "| H | " + " | ".join(res["sizes"][next(iter(res["sizes"]))]["ratios"])
+              + " |", "|" + "---|" * (1 + len(res["sizes"][next(iter(res["sizes"]))]["ratios"]))]
+    for h, size in sorted(res["sizes"].items(), key=lambda kv: int(kv[0])):
+        lines.append(f"| {h} | " + " | ".join(f"{v[0]:.2f} [{v[1]:.2f}, {v[2]:.2f}]"
+                                               for v in size["ratios"].values()) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hidden", default="8")
@@ -229,6 +256,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.plot:
         print("\n".join(plot(args.out, args.plot)))
+        print(table(args.out))
         return
     bomcmc.enable_compilation_cache()
     n_f = int(N_F * args.scale)
