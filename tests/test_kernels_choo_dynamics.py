@@ -55,9 +55,14 @@ def _flat_logdensity(blocks):
 
 def _run(blocks, x, p, n, hyper_first, eta=0.2):
     logdensity = _flat_logdensity(blocks)
-    logp, grad = jax.value_and_grad(logdensity)(x)
-    end = trajectory(blocks, x, p, logp, grad, logdensity, eta, n, hyper_first)
-    return end.position, end.momentum
+
+    @jax.jit
+    def go(x, p):
+        logp, grad = jax.value_and_grad(logdensity)(x)
+        end = trajectory(blocks, x, p, logp, grad, logdensity, eta, n, hyper_first)
+        return end.position, end.momentum
+
+    return go(x, p)
 
 
 def _start(blocks, seed):
