@@ -219,3 +219,29 @@ def test_the_rbm_spin_form_has_the_rbm_energy_and_im_samples_it_exactly():
                         warmup=200, seed=3, progress=False, chunk_size=1000, k=2, gamma=0.5)
     x2, df = _chi2_levels(np.asarray(res.idata.sample_stats.spin_energy), levels, p)
     assert x2 < stats.chi2.isf(0.001, df), (x2, df)
+
+
+def test_spin_glass_and_digits_rbm_builders():
+    """Every spin of the periodic cubic lattice has 6 neighbours with ±1 couplings; the
+    digits RBM's spin energy equals the binary energy of scikit-learn's trained RBM up to a
+    constant."""
+    from bomcmc.models.spins import rbm_digits, spin_glass
+
+    glass = spin_glass(3, seed=1)
+    assert glass.n == 27 and glass.n_flipped == 13
+    assert np.all((glass.neighbors < 27).sum(axis=1) == 6)
+    assert set(np.unique(glass.couplings)) == {-1.0, 1.0}
+    rbm = rbm_digits(n_hidden=8, seed=0)
+    assert rbm.n == 72 and rbm.n_flipped == 48
+    rng = np.random.default_rng(0)
+    s = np.where(rng.uniform(size=(5, 72)) < 0.5, -1.0, 1.0)
+    x = (s + 1) / 2
+    from sklearn.datasets import load_digits
+    from sklearn.neural_network import BernoulliRBM
+
+    ref = BernoulliRBM(n_components=8, learning_rate=0.05, n_iter=20, random_state=0).fit(
+        (load_digits().data / 16.0 > 0.5).astype(float))  # the same training, independently
+    W, b, c = ref.components_.T, ref.intercept_visible_, ref.intercept_hidden_
+    e_rbm = -np.einsum("ni,ij,nj->n", x[:, :64], W, x[:, 64:]) - x[:, :64] @ b - x[:, 64:] @ c
+    e_spin = np.asarray(jax.vmap(rbm.energy)(jnp.asarray(s)))
+    np.testing.assert_allclose(e_spin - e_rbm, (e_spin - e_rbm)[0], atol=1e-8)

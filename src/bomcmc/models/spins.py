@@ -126,3 +126,34 @@ def rbm_spins(weights, visible_bias, hidden_bias, beta: float = 1.0,
     n_flipped = int(round(2 * n / 3)) if n_flipped is None else n_flipped
     return from_pairs(n, pairs, W.ravel() / 4, fields=fields, beta=beta, n_flipped=n_flipped,
                       name=name)
+
+
+def spin_glass(side: int = 9, seed: int = 2012, beta: float = 1.0) -> SpinModel:
+    """The ±J spin glass on a periodic side³ cubic lattice, h = 0, n = ⌊N/2⌋. The couplings
+    are ±1 with probability ½ each from NumPy's generator seeded with `seed`: the coupling
+    file of Mahendran et al.'s 9 × 9 × 9 experiment is not available, so this is a sample
+    of the same ensemble, not their instance (docs/spins.md)."""
+    if side < 3:
+        raise BomcmcError("the periodic lattice needs side >= 3")
+    idx = np.arange(side**3).reshape(side, side, side)
+    pairs = np.concatenate([np.stack([idx.ravel(), np.roll(idx, -1, a).ravel()], 1)
+                            for a in range(3)])
+    rng = np.random.default_rng(seed)
+    weights = rng.choice([-1.0, 1.0], size=len(pairs))
+    return from_pairs(side**3, pairs, weights, beta=beta,
+                      name=f"spinglass-{side}x{side}x{side}")
+
+
+def rbm_digits(n_hidden: int = 100, seed: int = 0, beta: float = 1.0) -> SpinModel:
+    """An RBM trained by scikit-learn's `BernoulliRBM` (20 epochs) on the 8 × 8 digits that
+    scikit-learn ships, pixels binarised at half intensity, in spin form (64 + n_hidden
+    spins). It stands in for Mahendran et al.'s 784 × 500 MNIST RBM, whose weights are not
+    available (docs/spins.md)."""
+    from sklearn.datasets import load_digits
+    from sklearn.neural_network import BernoulliRBM
+
+    X = (load_digits().data / 16.0 > 0.5).astype(float)
+    rbm = BernoulliRBM(n_components=int(n_hidden), learning_rate=0.05, n_iter=20,
+                       random_state=seed).fit(X)
+    return rbm_spins(rbm.components_.T, rbm.intercept_visible_, rbm.intercept_hidden_,
+                     beta=beta, name=f"rbm-digits-{n_hidden}")
