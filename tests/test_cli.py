@@ -367,3 +367,6 @@ def test_arviz_plots_mark_divergences_and_draw_the_energy(tmp_path):
     finally:
         plt.close = real_close
     assert az.bfmi(idata).shape == (2,)
+    assert plots.has_energy(idata)
+    idata.posterior.attrs["sampler"] = "neal_gibbs"  # a Gibbs-within-HMC energy: no plot
+    assert not plots.has_energy(idata)

@@ -37,8 +37,9 @@ def pretrain(model, key=None, *, steps: int = 1000, learning_rate: float = 1e-2,
 
     Starts from `init` (a position pytree) or, with `key`, from weights N(0, init_scale²)
     and every sigma at `fix`. With `chains` and `key`, trains that many networks at once
-    (vmapped) from different random weights (the sigmas at `fix` for all), one start per chain: the result's leaves and
-    losses get a leading chain axis (the first chain's start is the one `chains=None` gives)."""
+    (vmapped) from different random weights, the sigmas at `fix` for all: one start per
+    chain, so the result's leaves and losses get a leading chain axis (the first chain's
+    start is the one `chains=None` gives)."""
     import optax
 
     if objective not in ("map", "ml"):

@@ -176,10 +176,16 @@ def plot_rank(idata, path: str | os.PathLike, max_coords: int = 8) -> Path:
 
 
 def has_energy(idata) -> bool:
-    """Whether the run recorded the Hamiltonian (HMC-type samplers), so plot_energy applies."""
+    """Whether the run recorded the Hamiltonian of momentum resampling (HMC-type samplers),
+    so plot_energy applies; not for Neal's Gibbs-within-HMC network samplers, whose energy is
+    that of a conditional that changes between transitions."""
+    from .checks import gibbs_within_hmc
+
     idata = getattr(idata, "idata", idata)
     stats = getattr(idata, "sample_stats", None)
-    return stats is not None and "energy" in stats
+    post = getattr(idata, "posterior", None)
+    sampler = post.attrs.get("sampler", "") if post is not None else ""
+    return stats is not None and "energy" in stats and not gibbs_within_hmc(sampler)
 
 
 def plot_energy(idata, path: str | os.PathLike) -> Path:
