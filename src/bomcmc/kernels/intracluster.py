@@ -82,6 +82,16 @@ def _masked_logsumexp(logw, mask):
     return jax.scipy.special.logsumexp(jnp.where(mask, logw, -jnp.inf))
 
 
+def _choose(key, logits):
+    """An index drawn with probability ∝ exp(logits) by inverting the cumulative weights:
+    one uniform per draw (a Gumbel draw would need one per spin)."""
+    w = jnp.exp(logits - jnp.max(logits))  # 0 outside the candidates
+    cdf = jnp.cumsum(w)
+    u = jax.random.uniform(key, (), w.dtype) * cdf[-1]
+    i = jnp.minimum(jnp.searchsorted(cdf, u, side="right"), w.shape[0] - 1)
+    return jnp.where(w[i] > 0, i, jnp.argmax(w))  # u·total rounded up to the last plateau
+
+
 def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
     """One IM proposal from (s, h_eff) with walk length k ≤ k_max (module docstring)."""
     dtype = s.dtype
@@ -96,7 +106,7 @@ def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
         logw = _log_weights(s, h, gamma)
         mask = (s != c) if down else (s == c)
         logits = jnp.where(mask, logw, -jnp.inf)
-        i = jax.random.categorical(jax.random.fold_in(key, t + (0 if down else k_max)), logits)
+        i = _choose(jax.random.fold_in(key, t + (0 if down else k_max)), logits)
         log_f = log_f + logits[i] - jax.scipy.special.logsumexp(logits)
         s_i = s[i]
         d_e = d_e + 2.0 * s_i * h[i]
