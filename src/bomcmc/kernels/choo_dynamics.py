@@ -40,12 +40,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config import float_dtype
-from ..errors import BomcmcError
-from ..validation import positive_number, whole_number
 from .base import Kernel
 from .hmc import (MAX_ENERGY_ERROR, HMCInfo, HMCState, metropolis, trajectory_length,
                   transition_info)
 from .integrators import IntegratorState
+from .neal_gibbs_hmc import eta_and_steps
 
 ChooState = HMCState
 ChooInfo = HMCInfo  # step_size reports η
@@ -126,14 +125,7 @@ def choo_kernel(blocks, name: str = "dyn_a") -> Kernel:
 
     def make_knobs(d: int, step_size: float | None = None, steps: int = 100,
                    random_steps: bool = False, eta: float | None = None) -> ChooKnobs:
-        if d != dim:
-            raise BomcmcError(f"sampler '{name}' was built for a model of dimension {dim}, "
-                              f"but the posterior has dimension {d}")
-        if step_size is not None and eta is not None:
-            raise BomcmcError("give the step-size adjustment factor once: eta= or step_size=")
-        eta = 0.1 if step_size is None and eta is None else (eta if eta is not None else step_size)
-        positive_number("eta (step_size)", eta)
-        whole_number("steps (L)", steps)
+        eta = eta_and_steps(name, dim, d, step_size, eta, steps)
         return ChooKnobs(step_size=np.asarray(eta, float_dtype()),
                          num_steps=np.asarray(int(steps), np.int32),
                          random_steps=np.asarray(bool(random_steps)))

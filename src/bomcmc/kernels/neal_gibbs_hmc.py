@@ -120,14 +120,7 @@ def neal_kernel(model, name: str = "neal_gibbs") -> Kernel:
     def make_knobs(d: int, step_size: float | None = None, steps: int = 100,
                    random_steps: bool = False, sample_sigmas: bool = True,
                    sample_noise: bool = True, eta: float | None = None) -> NealKnobs:
-        if d != dim:
-            raise BomcmcError(f"sampler '{name}' was built for a model of dimension {dim}, "
-                              f"but the posterior has dimension {d}")
-        if step_size is not None and eta is not None:
-            raise BomcmcError("give the step-size adjustment factor once: eta= or step_size=")
-        eta = 0.1 if step_size is None and eta is None else (eta if eta is not None else step_size)
-        positive_number("eta (step_size)", eta)
-        whole_number("steps (L)", steps)
+        eta = eta_and_steps(name, dim, d, step_size, eta, steps)
         dtype = float_dtype()
         return NealKnobs(
             step_size=np.asarray(eta, dtype),
@@ -138,6 +131,20 @@ def neal_kernel(model, name: str = "neal_gibbs") -> Kernel:
         )
 
     return Kernel(name=name, init=init, step=step, make_knobs=make_knobs)
+
+
+def eta_and_steps(name: str, dim: int, d: int, step_size, eta, steps) -> float:
+    """The checked step-size adjustment factor η of a network kernel built for dimension
+    `dim` (given as eta= or step_size=, default 0.1), after checking d and L."""
+    if d != dim:
+        raise BomcmcError(f"sampler '{name}' was built for a model of dimension {dim}, "
+                          f"but the posterior has dimension {d}")
+    if step_size is not None and eta is not None:
+        raise BomcmcError("give the step-size adjustment factor once: eta= or step_size=")
+    eta = 0.1 if step_size is None and eta is None else (eta if eta is not None else step_size)
+    positive_number("eta (step_size)", eta)
+    whole_number("steps (L)", steps)
+    return eta
 
 
 def model_curvature_flat(model, tree) -> jax.Array:
