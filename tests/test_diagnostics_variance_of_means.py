@@ -64,7 +64,8 @@ def test_stratified_starts_are_reweighted_to_the_unstratified_value():
 def test_bootstrap_intervals_cover_the_truth():
     """90 % percentile intervals of ρ from 50 chains (Choo's size) cover the exact value in
     about 90 % of 100 independent experiments (binomial sd 3 %; accepted 80–98 %), and the
-    ratio interval of two samplers covers the exact ratio."""
+    ratio interval of two samplers covers the exact ratio. Measured over generator seeds 7,
+    100 and 200: 87, 90 and 87 hits; ratio 89, 91 and 91."""
     rng = np.random.default_rng(7)
     n, hits, ratio_hits = 40, 0, 0
     want_a, want_b = exact_var_of_mean(0.8, n), exact_var_of_mean(0.3, n)
@@ -77,7 +78,7 @@ def test_bootstrap_intervals_cover_the_truth():
         assert rlo <= point <= rhi
         ratio_hits += rlo <= want_a / want_b <= rhi
     assert 80 <= hits <= 98, hits
-    assert 75 <= ratio_hits <= 99, ratio_hits
+    assert 80 <= ratio_hits <= 98, ratio_hits
 
 
 def test_equilibrium_starts_are_spaced_and_stratified():

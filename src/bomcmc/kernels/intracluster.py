@@ -60,9 +60,7 @@ class IMInfo(NamedTuple):
     n_steps: jax.Array  # spins flipped by the proposal (2k)
     sq_jump: jax.Array
     esjd: jax.Array  # a·||s* − s||²
-    step_size: jax.Array  # γ
-    walk_length: jax.Array  # k
-    spin_energy: jax.Array  # E of the state after the move
+    step_size: jax.Array  # γ (k is n_steps / 2; the energy is −lp / β)
 
 
 class Proposal(NamedTuple):
@@ -102,8 +100,7 @@ def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
     h = jnp.concatenate([h_eff, jnp.zeros((1,), dtype)])
 
     def step(t, carry, down: bool):
-        s, h, log_f, log_r, d_e, path = carry
-        logw = _log_weights(s, h, gamma)
+        s, h, logw, log_f, log_r, d_e, path = carry  # logw: the weights at (s, h)
         mask = (s != c) if down else (s == c)
         logits = jnp.where(mask, logw, -jnp.inf)
         i = _choose(jax.random.fold_in(key, t + (0 if down else k_max)), logits)
@@ -117,14 +114,14 @@ def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
         back = (s == c) if down else (s != c)  # the reverse step's candidates
         log_r = log_r + logw[i] - _masked_logsumexp(logw, back)
         path = path.at[t + (0 if down else k)].set(i.astype(jnp.int32))
-        return s, h, log_f, log_r, d_e, path
+        return s, h, logw, log_f, log_r, d_e, path
 
     zero = jnp.zeros((), dtype)
     path = jnp.full((2 * k_max,), -1, jnp.int32)
-    carry = (s, h, zero, zero, zero, path)
+    carry = (s, h, _log_weights(s, h, gamma), zero, zero, zero, path)
     carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, True), carry)
     carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, False), carry)
-    s1, h1, log_f, log_r, d_e, path = carry
+    s1, h1, _, log_f, log_r, d_e, path = carry
     return Proposal(s1, h1, log_f, log_r, d_e, path)
 
 
@@ -158,8 +155,7 @@ def im_kernel(model, name: str = "im", k_max: int | None = None) -> Kernel:
         info = IMInfo(acceptance_rate=accept_prob, diverging=jnp.zeros((), bool),
                       n_grad=jnp.zeros((), jnp.int32), n_steps=2 * knobs.k,
                       sq_jump=jnp.sum((s1 - s0) ** 2), esjd=accept_prob * jump,
-                      step_size=jnp.asarray(knobs.gamma, dtype), walk_length=knobs.k,
-                      spin_energy=-lp1 / beta)
+                      step_size=jnp.asarray(knobs.gamma, dtype))
         return IMState(s1, lp1, state.logdensity_grad, h1), info
 
     def make_knobs(d: int, k: int = 1, gamma: float = 0.0) -> IMKnobs:
