@@ -274,8 +274,9 @@ def sample(
     start per chain (a leading chain axis on every leaf, or a list of positions).
     `progress` shows a bar (tqdm.auto, so a widget in a notebook) with the phase, acceptance,
     divergences in warm-up/sampling and the knobs, after a "compiling..." line; None (the
-    default) shows it only when stderr is a terminal. `save_warmup=True` keeps the warm-up draws in the InferenceData's `warmup_posterior` and
-    `warmup_sample_stats` groups (ArviZ's names).
+    default) shows it only when stderr is a terminal. `save_warmup=True` keeps the warm-up
+    draws in the InferenceData's `warmup_posterior` and `warmup_sample_stats` groups
+    (ArviZ's names).
     """
     t_start = time.perf_counter()
     _preload_arviz()
