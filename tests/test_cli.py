@@ -370,3 +370,24 @@ def test_arviz_plots_mark_divergences_and_draw_the_energy(tmp_path):
     assert plots.has_energy(idata)
     idata.posterior.attrs["sampler"] = "neal_gibbs"  # a Gibbs-within-HMC energy: no plot
     assert not plots.has_energy(idata)
+
+
+def test_spin_samplers_from_the_command_line(tmp_path, capsys):
+    """`--sampler im --k 1 3 --gamma 0.2` runs a policy of two settings on a built-in spin
+    posterior; a spin sampler on a continuous posterior is a one-line error."""
+    out = tmp_path / "im"
+    argv = ["sample", "--posterior", "ising-4x4", "--sampler", "im", "--k", "1", "3",
+            "--gamma", "0.2", "--chains", "2", "--draws", "200", "--warmup", "0", "--seed",
+            "1", "--no-progress", "--json", "--out", str(out)]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    res = bomcmc.load(out)
+    assert json.loads((out / "config.json").read_text())["knobs"] == {"k": [1, 3],
+                                                                      "gamma": [0.2]}
+    assert set(np.unique(res.idata.sample_stats.n_steps // 2).tolist()) == {1, 3}
+    bad = ["sample", "--posterior", "gauss-2d-corr", "--sampler", "im", "--out",
+           str(tmp_path / "bad"), "--no-progress"]
+    assert cli.main(bad) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "samples spin models" in err
+    assert not (tmp_path / "bad" / "idata.nc").exists()

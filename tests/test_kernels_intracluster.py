@@ -144,8 +144,8 @@ def _bad_step(model):
 
     def step(key, state, logdensity_fn, knobs):
         k_walk, k_acc = jax.random.split(key)
-        prop = im.propose(model, k_walk, state.position, state.h_eff, knobs.k, knobs.gamma,
-                          4)
+        k, gamma = im.select(key, knobs)
+        prop = im.propose(model, k_walk, state.position, state.h_eff, k, gamma, 4)
         a = jnp.exp(jnp.minimum(0.0, -model.beta * prop.delta_energy))
         ok = jax.random.uniform(k_acc, ()) < a
         new = im.IMState(jnp.where(ok, prop.position, state.position),
@@ -161,7 +161,8 @@ def _bad_step(model):
 # X² 1.9 and 12.9, 0.7 and 0.4, 0.7 and 2.8 against 0.1 % points 20.5–22.5
 CASES = {"im k=2 γ=0.5": (lambda m: im.im_kernel(m), dict(k=2, gamma=0.5)),
          "im k=8 γ=0.3": (lambda m: im.im_kernel(m), dict(k=8, gamma=0.3)),
-         "kawasaki": (lambda m: im.kawasaki_kernel(m), {})}
+         "kawasaki": (lambda m: im.kawasaki_kernel(m), {}),
+         "im policy of 3": (lambda m: im.im_kernel(m), dict(k=[1, 4, 8], gamma=[0.0, 0.3, 0.6]))}
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -192,7 +193,13 @@ def test_knobs_are_checked():
         kern.make_knobs(16, k=2, gamma=-1.0)
     with pytest.raises(ValueError, match="16 spins"):
         kern.make_knobs(15, k=2)
-    assert int(im.kawasaki_kernel(ENUM_4X4).make_knobs(16).k) == 1
+    assert im.kawasaki_kernel(ENUM_4X4).make_knobs(16).k.tolist() == [1]
+    with pytest.raises(ValueError, match="one length"):
+        kern.make_knobs(16, k=[1, 2, 3], gamma=[0.1, 0.2])
+    with pytest.raises(ValueError, match="k must be"):
+        kern.make_knobs(16, k=[1, 2.5])
+    knobs = kern.make_knobs(16, k=[1, 2, 3], gamma=0.4)  # a policy of three settings
+    assert knobs.k.tolist() == [1, 2, 3] and knobs.gamma.tolist() == [0.4] * 3
 
 
 def test_the_rbm_spin_form_has_the_rbm_energy_and_im_samples_it_exactly():

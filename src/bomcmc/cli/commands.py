@@ -14,7 +14,9 @@ KNOB_FLAGS = {"step_size": "step_size", "steps": "steps", "random_steps": "rando
               "target_accept": "target_accept", "dense_mass": "dense_mass",
               "max_tree_depth": "max_tree_depth", "eps_bounds": "eps_bounds",
               "steps_bounds": "steps_bounds", "reward": "reward", "mass": "mass",
-              "acquisition": "acquisition", "schedule": "schedule", "bo_steps": "bo_steps"}
+              "acquisition": "acquisition", "schedule": "schedule", "bo_steps": "bo_steps",
+              "k": "k", "gamma": "gamma", "k_bounds": "k_bounds",
+              "gamma_bounds": "gamma_bounds", "policy_size": "policy_size"}
 
 
 def sample_kwargs(args: argparse.Namespace) -> dict:

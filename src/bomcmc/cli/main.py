@@ -6,6 +6,8 @@
                   [--adapt window|none] [--target-accept P] [--dense-mass] [--max-tree-depth D]
                   [--eps-bounds A B] [--steps-bounds A B] [--reward esjd|ess|acf]
                   [--mass diag|identity] [--acquisition ucb|ei] [--schedule NAME] [--bo-steps K]
+                  [--k K...] [--gamma G...] [--k-bounds A B] [--gamma-bounds A B]
+                  [--policy-size M]
                   [--chains C] [--draws N] [--warmup W] [--seed S] --out DIR
                   [--thin K] [--chunk-size K] [--float64] [--overwrite] [--no-progress]
                   [--init-jitter X] [--json]
@@ -126,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "initial position in NAME_init; `resume` loads it again")
     s.add_argument("--sampler", default="ahmc", metavar="NAME",
                    help="hmc, nuts, nuts_async, ahmc or two_phase (default: ahmc, the "
-                        "self-tuning sampler; docs/defaults.md)")
+                        "self-tuning sampler; docs/defaults.md); for spin posteriors im, "
+                        "im_expert, im_unif, im_bayesopt, im_bandit or kawasaki")
     s.add_argument("--out", required=True, metavar="DIR", help="run directory (required)")
     s.add_argument("--chains", type=positive_int, default=4, help="chains (default: 4)")
     s.add_argument("--draws", type=positive_int, default=1000,
@@ -177,6 +180,18 @@ def build_parser() -> argparse.ArgumentParser:
                       default=None, help="annealing schedule p_i (default: inverse_sqrt)")
     ahmc.add_argument("--bo-steps", type=positive_int, default=None, metavar="K",
                       help="BO steps in burn-in (default: 100; m = warmup // K transitions each)")
+    spins = s.add_argument_group("spin samplers (--sampler im...; docs/spins.md)")
+    spins.add_argument("--k", type=positive_int, nargs="+", default=None, metavar="K",
+                       help="im: walk length(s); several make a policy drawn from per move")
+    spins.add_argument("--gamma", type=nonneg_float, nargs="+", default=None, metavar="G",
+                       help="im: the walk's bias γ (one, or one per --k)")
+    spins.add_argument("--k-bounds", type=positive_int, nargs=2, default=None,
+                       metavar=("A", "B"), help="im_unif, im_bayesopt, im_bandit: the k box")
+    spins.add_argument("--gamma-bounds", type=nonneg_float, nargs=2, default=None,
+                       metavar=("A", "B"), help="im_unif, im_bayesopt, im_bandit: the γ box "
+                       "(default: the model's, else 0 to 2β)")
+    spins.add_argument("--policy-size", type=positive_int, default=None, metavar="M",
+                       help="im_bayesopt: settings in the SIR policy (default: 1000)")
     s.add_argument("--adapt", default=None, metavar="NAME",
                    help="warm-up adaptation: 'window' (Stan's; the default for nuts) or 'none'")
     _output_flags(s)

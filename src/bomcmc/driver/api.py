@@ -285,7 +285,7 @@ def sample(
     post = resolve_posterior(logdensity, init, posterior, init_per_chain)
     if init_strategy is None:
         init_strategy = "init" if init_jitter else "uniform"
-    smp = registry.get(sampler)
+    smp = registry.get(sampler, post)
     adapt, adapt_options, knobs = adaptation(smp, warmup, adapt, adapt_options, knobs)
     tuner_options, knobs = split_options(smp, tuner, knobs)
     spec = RunSpec(
@@ -353,7 +353,7 @@ def resume(
         post = resolve_posterior(logdensity, init, init_per_chain=spec.init_per_chain)
     else:
         post = resolve_posterior(posterior=spec.posterior)
-    smp = registry.get(sampler if sampler is not None else spec.sampler)
+    smp = registry.get(sampler if sampler is not None else spec.sampler, post)
     progress = show_progress(progress)
     run, states, adapt_state, next_iter, index = prepare(spec, post, store, tuner, smp,
                                                          fresh=False, progress=progress)

@@ -24,6 +24,12 @@ neighbour lists (O(degree) per flip); choosing a spin needs the weights of all c
 changing them never recompiles. Kawasaki dynamics is the move with k = 1 and γ = 0: a random
 spin of D exchanged with a random spin of U, with its exact proposal ratio.
 
+The knobs hold a policy: M settings (k_j, γ_j), and every move draws j uniformly (Mahendran
+2011 §3.3, the randomised policy). Each setting's move leaves π invariant, so their uniform
+mixture does too. M = 1 is the IM sampler with fixed knobs; M > 1 gives the expert's
+k ~ U{1..25}, the uniform policy over a box, or the policy that Bayesian optimisation learned
+(`tuning/im_tuner.py`).
+
 The kernel is built for one model (duck-typed: `neighbors`, `couplings`, `reference`, `beta`,
 `n_flipped`, `effective_fields`).
 """
@@ -49,8 +55,8 @@ class IMState(NamedTuple):
 
 
 class IMKnobs(NamedTuple):
-    k: jax.Array  # self-avoiding-walk length
-    gamma: jax.Array  # bias of the walk's heat-bath weights
+    k: jax.Array  # (M,) self-avoiding-walk lengths of the policy's settings
+    gamma: jax.Array  # (M,) biases of the walk's heat-bath weights
 
 
 class IMInfo(NamedTuple):
@@ -60,7 +66,7 @@ class IMInfo(NamedTuple):
     n_steps: jax.Array  # spins flipped by the proposal (2k)
     sq_jump: jax.Array
     esjd: jax.Array  # a·||s* − s||²
-    step_size: jax.Array  # γ (k is n_steps / 2; the energy is −lp / β)
+    step_size: jax.Array  # the move's γ (its k is n_steps / 2; the energy is −lp / β)
 
 
 class Proposal(NamedTuple):
@@ -125,9 +131,20 @@ def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
     return Proposal(s1, h1, log_f, log_r, d_e, path)
 
 
+POLICY_STREAM = 0x1F  # fold_in(key, ·) draws the policy's slot; the walk's keys are unchanged
+MAX_POLICY = 100_000
+
+
+def select(key, knobs: IMKnobs) -> tuple[jax.Array, jax.Array]:
+    """(k_j, γ_j) of a slot j ~ U{0..M−1} of the policy."""
+    j = jax.random.randint(jax.random.fold_in(key, POLICY_STREAM), (), 0, knobs.k.shape[-1])
+    return knobs.k[j], knobs.gamma[j]
+
+
 def im_kernel(model, name: str = "im", k_max: int | None = None) -> Kernel:
-    """The IM `Kernel` for a spin model; knobs k (1 ≤ k ≤ k_max, default min(n, N − n))
-    and gamma (≥ 0)."""
+    """The IM `Kernel` for a spin model. Knobs: k (integers 1 ≤ k ≤ k_max, default
+    min(n, N − n)) and gamma (≥ 0), each a number or a sequence of the policy's M settings
+    (a number is repeated; every move draws one setting uniformly)."""
     n_spins, n_flipped = int(model.fields.shape[0]), int(model.n_flipped)
     limit = min(n_flipped, n_spins - n_flipped)
     k_max = limit if k_max is None else int(k_max)
@@ -144,7 +161,8 @@ def im_kernel(model, name: str = "im", k_max: int | None = None) -> Kernel:
         k_walk, k_acc = jax.random.split(key)
         s0 = state.position
         dtype = s0.dtype
-        prop = propose(model, k_walk, s0, state.h_eff, knobs.k, knobs.gamma, k_max)
+        k, gamma = select(key, knobs)
+        prop = propose(model, k_walk, s0, state.h_eff, k, gamma, k_max)
         log_alpha = -beta * prop.delta_energy + prop.log_reverse - prop.log_forward
         accept_prob = jnp.exp(jnp.minimum(0.0, log_alpha))
         accept = jax.random.uniform(k_acc, (), dtype) < accept_prob
@@ -153,22 +171,44 @@ def im_kernel(model, name: str = "im", k_max: int | None = None) -> Kernel:
         h1 = jnp.where(accept, prop.h_eff[:-1], state.h_eff)
         jump = jnp.sum((prop.position - s0) ** 2)
         info = IMInfo(acceptance_rate=accept_prob, diverging=jnp.zeros((), bool),
-                      n_grad=jnp.zeros((), jnp.int32), n_steps=2 * knobs.k,
+                      n_grad=jnp.zeros((), jnp.int32), n_steps=2 * k,
                       sq_jump=jnp.sum((s1 - s0) ** 2), esjd=accept_prob * jump,
-                      step_size=jnp.asarray(knobs.gamma, dtype))
+                      step_size=jnp.asarray(gamma, dtype))
         return IMState(s1, lp1, state.logdensity_grad, h1), info
 
-    def make_knobs(d: int, k: int = 1, gamma: float = 0.0) -> IMKnobs:
+    def make_knobs(d: int, k=1, gamma=0.0) -> IMKnobs:
         if d != n_spins:
             raise BomcmcError(f"sampler '{name}' was built for {n_spins} spins, the posterior "
                               f"has {d}")
-        if isinstance(k, bool) or int(k) != k or not 1 <= k <= k_max:
-            raise BomcmcError(f"k must be an integer in [1, {k_max}], got {k!r}")
-        if not (np.isfinite(gamma) and gamma >= 0):
-            raise BomcmcError(f"gamma must be a finite number >= 0, got {gamma!r}")
-        return IMKnobs(k=np.asarray(int(k), np.int32), gamma=np.asarray(gamma, float_dtype()))
+        return policy_knobs(k, gamma, k_max)
 
     return Kernel(name=name, init=init, step=step, make_knobs=make_knobs)
+
+
+def policy_knobs(k, gamma, k_max: int) -> IMKnobs:
+    """IMKnobs of M settings from k and gamma (numbers or sequences, a number repeated to the
+    other's length), checked: integers k in [1, k_max], finite γ ≥ 0, 1 ≤ M ≤ MAX_POLICY."""
+    k_arr, g_arr = np.atleast_1d(np.asarray(k)), np.atleast_1d(np.asarray(gamma))
+    if k_arr.ndim != 1 or g_arr.ndim != 1:
+        raise BomcmcError("k and gamma must be numbers or flat sequences")
+    size = max(k_arr.size, g_arr.size)
+    if not 1 <= size <= MAX_POLICY or {k_arr.size, g_arr.size} - {1, size}:
+        raise BomcmcError(f"k and gamma must have one length (or be numbers), between 1 and "
+                          f"{MAX_POLICY}: got {k_arr.size} and {g_arr.size}")
+    if k_arr.dtype == bool or not np.issubdtype(k_arr.dtype, np.number):
+        raise BomcmcError(f"k must be an integer in [1, {k_max}] (or a sequence of them)")
+    bad = (np.rint(k_arr) != k_arr) | (k_arr < 1) | (k_arr > k_max)
+    if bad.any():
+        raise BomcmcError(f"k must be an integer in [1, {k_max}] (or a sequence of them), "
+                          f"got {k_arr[bad][0]!r}")
+    if g_arr.dtype == bool or not np.issubdtype(g_arr.dtype, np.number):
+        raise BomcmcError("gamma must be a finite number >= 0 (or a sequence of them)")
+    bad = ~np.isfinite(g_arr) | (g_arr < 0)
+    if bad.any():
+        raise BomcmcError(f"gamma must be a finite number >= 0 (or a sequence of them), "
+                          f"got {g_arr[bad][0]!r}")
+    return IMKnobs(k=np.broadcast_to(k_arr.astype(np.int32), (size,)).copy(),
+                   gamma=np.broadcast_to(g_arr.astype(float_dtype()), (size,)).copy())
 
 
 def kawasaki_kernel(model, name: str = "kawasaki") -> Kernel:

@@ -21,13 +21,33 @@ def register(name: str, factory: Callable[[], Posterior], description: str) -> N
     _REGISTRY[name] = (factory, description)
 
 
+def _spin_posterior(builder, *args) -> Posterior:
+    from . import spins
+
+    return getattr(spins, builder)(*args).posterior()
+
+
+# families of built-ins with a size in the name: (pattern, factory of the match's integers)
+_FAMILIES: list[tuple[str, Callable[..., Posterior]]] = [
+    (r"gauss-iid-([1-9]\d*)", gaussians.gauss_iid),
+    (r"ising-([1-9]\d*)x\1", partial(_spin_posterior, "ising_grid")),
+    (r"spinglass-([1-9]\d*)x\1x\1", partial(_spin_posterior, "spin_glass")),
+    (r"rbm-digits-([1-9]\d*)", partial(_spin_posterior, "rbm_digits")),
+]
+
+
+def _family(name: str):
+    for pattern, factory in _FAMILIES:
+        m = re.fullmatch(pattern, name)
+        if m:
+            return partial(factory, int(m.group(1)))
+    return None
+
+
 def get(name: str) -> Posterior:
-    m = re.fullmatch(r"gauss-iid-(\d+)", name)
-    if m and name not in _REGISTRY:
-        d = int(m.group(1))
-        if d < 1:
-            raise BomcmcError("gauss-iid-<d> needs d >= 1")
-        return gaussians.gauss_iid(d)
+    family = _family(name) if name not in _REGISTRY else None
+    if family is not None:
+        return family()
     try:
         factory, _ = _REGISTRY[name]
     except KeyError:
@@ -38,7 +58,7 @@ def get(name: str) -> Posterior:
 
 
 def is_builtin(name: str) -> bool:
-    return name in _REGISTRY or re.fullmatch(r"gauss-iid-[1-9]\d*", name) is not None
+    return name in _REGISTRY or _family(name) is not None
 
 
 def names() -> list[str]:
@@ -65,6 +85,13 @@ register("regression-correlated", hard.regression_correlated,
 register("gauss-100-corr", hard.gauss_100_corr, "100-d Gaussian, every correlation 0.9")
 register("ridge-2d", hard.ridge_2d, "y ~ N(θ₁ + θ₂, 1): only the sum is identified (exact)")
 register("funnel-10", hard.funnel, "Neal's funnel, v ~ N(0, 9), x | v ~ N(0, e^v), d = 10")
+
+register("ising-60x60", partial(_spin_posterior, "ising_grid", 60),
+         "Ising ferromagnet, periodic 60 × 60, β = 1/2.27, zero magnetisation (any L: ising-LxL)")
+register("spinglass-9x9x9", partial(_spin_posterior, "spin_glass", 9),
+         "±J spin glass, periodic 9 × 9 × 9, β = 1, n = 364 (any L: spinglass-LxLxL)")
+register("rbm-digits-100", partial(_spin_posterior, "rbm_digits", 100),
+         "RBM (64 visible, 100 hidden) trained on scikit-learn's digits, spin form, n = 2N/3")
 
 from . import posteriordb as _posteriordb  # noqa: E402
 

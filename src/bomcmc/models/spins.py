@@ -18,6 +18,7 @@ kept by the samplers, which move within it: `kernels/intracluster.py`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -36,10 +37,27 @@ class SpinModel:
     n_flipped: int  # the Hamming distance n from the reference
     reference: np.ndarray  # (N,) ±1
     name: str = "spins"
+    # the IM sampler's search box and the expert's setting (`tuning/im_tuner.py`):
+    k_bounds: tuple[int, int] | None = None  # default (1, min(50, n, N − n))
+    gamma_bounds: tuple[float, float] | None = None  # default (0, 2β)
+    expert: tuple[tuple[int, ...], float] | None = None  # (k values drawn uniformly, γ)
 
     @property
     def n(self) -> int:
         return int(self.fields.shape[0])
+
+    @property
+    def k_limit(self) -> int:
+        """The longest walk that keeps the constraint: min(n, N − n)."""
+        return min(self.n_flipped, self.n - self.n_flipped)
+
+    def box(self) -> tuple[tuple[int, int], tuple[float, float]]:
+        """(k_bounds, gamma_bounds) of the IM sampler's tuners: the model's own, else
+        k ∈ {1..min(50, k_limit)} and γ ∈ [0, 2β] (Mahendran 2011 §4.2.1 searches twice
+        the expert's γ, which is β on the 2D grid)."""
+        k = self.k_bounds or (1, min(50, self.k_limit))
+        g = self.gamma_bounds or (0.0, 2.0 * self.beta)
+        return (int(k[0]), int(k[1])), (float(g[0]), float(g[1]))
 
     def effective_fields(self, s):
         """h^eff = h + Σ_j J_ij s_j for every spin (the dummy spin N contributes 0)."""
@@ -104,7 +122,11 @@ def ising_grid(side: int, beta: float = 1 / 2.27, coupling: float = 1.0) -> Spin
     idx = np.arange(side * side).reshape(side, side)
     pairs = np.concatenate([np.stack([idx.ravel(), np.roll(idx, -1, 0).ravel()], 1),
                             np.stack([idx.ravel(), np.roll(idx, -1, 1).ravel()], 1)])
-    return from_pairs(side * side, pairs, coupling, beta=beta, name=f"ising-{side}x{side}")
+    model = from_pairs(side * side, pairs, coupling, beta=beta, name=f"ising-{side}x{side}")
+    if side == 60 and beta == 1 / 2.27 and coupling == 1.0:  # Mahendran 2011 Table 4.1
+        model = dataclasses.replace(model, k_bounds=(1, 300), gamma_bounds=(0.0, 0.88),
+                                    expert=((90,), 0.44))
+    return model
 
 
 def rbm_spins(weights, visible_bias, hidden_bias, beta: float = 1.0,
@@ -140,10 +162,15 @@ def spin_glass(side: int = 9, seed: int = 2012, beta: float = 1.0) -> SpinModel:
                             for a in range(3)])
     rng = np.random.default_rng(seed)
     weights = rng.choice([-1.0, 1.0], size=len(pairs))
-    return from_pairs(side**3, pairs, weights, beta=beta,
-                      name=f"spinglass-{side}x{side}x{side}")
+    model = from_pairs(side**3, pairs, weights, beta=beta,
+                       name=f"spinglass-{side}x{side}x{side}")
+    if side == 9 and beta == 1.0:  # Mahendran 2011 Table 4.1
+        model = dataclasses.replace(model, k_bounds=(1, 50), gamma_bounds=(0.0, 1.6),
+                                    expert=(tuple(range(1, 26)), 0.8))
+    return model
 
 
+@functools.lru_cache(maxsize=4)
 def rbm_digits(n_hidden: int = 100, seed: int = 0, beta: float = 1.0) -> SpinModel:
     """An RBM trained by scikit-learn's `BernoulliRBM` (20 epochs) on the 8 × 8 digits that
     scikit-learn ships, pixels binarised at half intensity, in spin form (64 + n_hidden
@@ -155,5 +182,9 @@ def rbm_digits(n_hidden: int = 100, seed: int = 0, beta: float = 1.0) -> SpinMod
     X = (load_digits().data / 16.0 > 0.5).astype(float)
     rbm = BernoulliRBM(n_components=int(n_hidden), learning_rate=0.05, n_iter=20,
                        random_state=seed).fit(X)
-    return rbm_spins(rbm.components_.T, rbm.intercept_visible_, rbm.intercept_hidden_,
-                     beta=beta, name=f"rbm-digits-{n_hidden}")
+    model = rbm_spins(rbm.components_.T, rbm.intercept_visible_, rbm.intercept_hidden_,
+                      beta=beta, name=f"rbm-digits-{n_hidden}")
+    # the box and expert of Mahendran 2011 Table 4.1 for their (larger) MNIST RBM
+    limit = model.k_limit
+    return dataclasses.replace(model, k_bounds=(1, min(50, limit)), gamma_bounds=(0.0, 1.6),
+                               expert=(tuple(range(1, min(20, limit) + 1)), 0.8))

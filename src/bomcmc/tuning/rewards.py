@@ -109,7 +109,17 @@ def acf_area(chunk: dict, l_min: int = 26, max_lag: int = 100,
     return float(np.mean(a))
 
 
-REWARDS: dict[str, Callable] = {"esjd": esjd, "ess": ess_per_grad, "acf": acf_area}
+def energy_acf(chunk: dict, l_min: int = 26, max_lag: int = 100) -> float:
+    """h of the energy series (Mahendran et al. 2012; the authors' code,
+    `objectives.c:compute_robust_avg_abs_acf_est`): `acf_area` of the log density −βE after
+    each transition, which has the energy's auto-correlations (ρ̂ is invariant under
+    E ↦ −βE)."""
+    lp = np.asarray(chunk["lp"], dtype=float)
+    return acf_area({"positions": lp[..., None]}, l_min=l_min, max_lag=max_lag)
+
+
+REWARDS: dict[str, Callable] = {"esjd": esjd, "ess": ess_per_grad, "acf": acf_area,
+                                "energy_acf": energy_acf}
 
 
 def get_reward(reward, **options) -> Callable[[dict], float]:

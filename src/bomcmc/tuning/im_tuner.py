@@ -1,0 +1,297 @@
+"""Tuning the Intracluster-Move sampler's θ = (γ, k) by Bayesian optimisation.
+
+Two tuners over the box γ ∈ [γ_lo, γ_hi] × k ∈ {k_lo..k_hi} of `kernels/intracluster.py`,
+whose knobs hold a policy of M settings (every move draws one uniformly):
+
+- `IMBanditTuner`: the GP bandit of adaptive HMC (`gp_bandit.GPBanditTuner`, Wang, Mohamed &
+  de Freitas 2013) with (γ, k) in place of (log ε, L): after every chunk the reward goes
+  into the GP and, with the annealed probability p_i, θ moves to the maximiser of UCB. All
+  M slots hold the one θ. It adapts in sampling too unless told not to.
+- `IMBayesOptTuner`: Mahendran (2011, ch. 3-4) and Mahendran et al. (2012), "IMBayesOpt".
+  Adaptation phase: the warm-up is cut into I BO steps of m moves; each step's reward goes
+  into the GP and the next θ maximises Expected Improvement (ξ = 0.01) by DIRECT. Sampling
+  phase: the GP is frozen and the SIR policy built once from its mean: candidates on the
+  grid of every integer k × 100 evenly spaced γ, weights ∝ exp(μ/T) with T = 0.1 (the
+  authors' exp(10 μ)), M settings drawn by systematic resampling (Kitagawa 1996). Every
+  later move draws one of the M uniformly: a fixed mixture of IM kernels, each exact, so the
+  sampling phase is an ordinary Markov chain.
+
+The reward is h of the energy series (Mahendran 2011 §3.1.1, `rewards.energy_acf`): one
+minus the mean absolute auto-correlation up to lag 100, averaged over the chunk's suffixes of
+at least 26 moves and over chains. The chains share θ and pool their draws in the reward.
+
+Decisions (docs/spins.md, "Tuning"):
+- GP of the authors' code: zero mean, signal variance 1, noise variance 0.1, SE-ARD length
+  scales 0.1 × the box's widths; the GP sees h itself (h ≤ 1, no rescaling).
+- First θ: the box's centre (the authors' code).
+- M = 1000 settings (the authors' code draws 1000; Mahendran 2011 used M = N, the grid's
+  size, which makes the policy no better resolved, only larger).
+- The chain is not reset to its start after adaptation (the authors' code resets it): the
+  warm-up is the burn-in, as for every other sampler here.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ..errors import BomcmcError
+from . import sir_policy
+from .base import SAMPLING
+from .gp import GaussianProcess
+from .gp_bandit import GPBanditTuner
+
+POLICY_SIZE = 1000  # M
+TEMPERATURE = 0.1  # T of w ∝ exp(μ / T): the authors' exp(10 μ)
+N_GAMMA = 100  # γ values of the candidate grid (Mahendran 2011 §4.2.1)
+BO_STEP_DRAWS = 100  # m: moves per BO step (Mahendran 2011 §4.2.1)
+MAX_BO_STEPS = 100  # I (Mahendran 2011 §4.2.1)
+# the GP of the authors' code for Mahendran et al. 2012
+SIGNAL_VAR, NOISE_VAR, LENGTHSCALE_FACTOR = 1.0, 0.1, 0.1
+_SIR_STREAM = 0x52  # numpy seed [seed, 0, _SIR_STREAM] for the resampling
+
+
+def check_box(k_bounds, gamma_bounds) -> tuple[tuple[int, int], tuple[float, float]]:
+    """((k_lo, k_hi), (γ_lo, γ_hi)) checked: integers 1 ≤ k_lo ≤ k_hi, finite 0 ≤ γ_lo ≤ γ_hi."""
+    try:
+        k_lo, k_hi = (float(v) for v in k_bounds)
+        g_lo, g_hi = (float(v) for v in gamma_bounds)
+    except (TypeError, ValueError):
+        raise BomcmcError("k_bounds and gamma_bounds must be pairs of numbers") from None
+    if not (k_lo == int(k_lo) and k_hi == int(k_hi) and 1 <= k_lo <= k_hi):
+        raise BomcmcError(f"k_bounds must be integers 1 <= lo <= hi, got {tuple(k_bounds)}")
+    if not (math.isfinite(g_hi) and 0 <= g_lo <= g_hi):
+        raise BomcmcError(f"gamma_bounds must satisfy 0 <= lo <= hi < inf, got "
+                          f"{tuple(gamma_bounds)}")
+    return (int(k_lo), int(k_hi)), (g_lo, g_hi)
+
+
+class IMBanditTuner(GPBanditTuner):
+    """The GP bandit over θ = (γ, k) of the IM sampler (module docstring). The point is
+    (γ, k); `GPBanditTuner`'s options apply (reward default "energy_acf", schedule,
+    acquisition "ucb", start "center", ...)."""
+
+    name = "im_bandit"
+
+    def __init__(self, k_bounds, gamma_bounds, reward="energy_acf", start: str = "center",
+                 **options):
+        (k_lo, k_hi), self.gamma_bounds = check_box(k_bounds, gamma_bounds)
+        super().__init__(eps_bounds=None, steps_bounds=(k_lo, k_hi), reward=reward,
+                         start=start, **options)
+
+    # -- the box: γ linear, k integer --------------------------------------------------------
+    @property
+    def lower(self) -> np.ndarray:
+        return np.array([self.gamma_bounds[0], self.steps_bounds[0]], dtype=float)
+
+    @property
+    def upper(self) -> np.ndarray:
+        return np.array([self.gamma_bounds[1], self.steps_bounds[1]], dtype=float)
+
+    @property
+    def gamma(self) -> float:
+        return float(self.point[0])
+
+    @property
+    def k(self) -> int:
+        return int(self.point[1])
+
+    num_steps = k  # GPBanditTuner's name for the integer coordinate
+
+    # -- the Tuner protocol ------------------------------------------------------------------
+    def initial_knobs(self, knobs):
+        if not all(hasattr(knobs, f) for f in ("k", "gamma")):
+            raise BomcmcError(f"{type(self).__name__} tunes the IM sampler's k and gamma; "
+                              "this sampler has no such knobs")
+        self.gp = self._make_gp()
+        g0 = float(np.mean(np.asarray(knobs.gamma)))
+        k0 = float(np.mean(np.asarray(knobs.k)))
+        self.point = self.start_point(g0, k0)
+        return self._apply(knobs)
+
+    def start_point(self, gamma0: float, k0: float) -> tuple[float, int]:
+        if self.start == "corner":
+            return self._snap(self.lower)
+        if self.start == "center":
+            return self._snap((self.lower + self.upper) / 2)
+        return self._snap((gamma0, k0))
+
+    def chunk_draws(self, knobs, chunk_size: int) -> int | None:
+        """m = 100 moves per chunk, the block whose h is one reward (Mahendran 2011 §4.2.1)."""
+        return min(chunk_size, BO_STEP_DRAWS)
+
+    def observe(self, chunk: dict) -> dict:
+        reward = float(self.reward_fn(chunk))
+        p = float(self.schedule(self.i))
+        if math.isfinite(reward):
+            self.gp.add(self.point, reward)
+            self.max_reward = reward if self.max_reward is None else max(self.max_reward, reward)
+        return {"i": self.i, "phase": int(chunk.get("phase", 0)), "gamma": self.gamma,
+                "k": self.k, "reward": reward if math.isfinite(reward) else None, "p_i": p,
+                "proposed": False}
+
+    def _apply(self, knobs):
+        """θ in every slot of every chain (dtypes and shapes kept)."""
+        k, g = np.asarray(knobs.k), np.asarray(knobs.gamma)
+        return knobs._replace(k=np.full(k.shape, self.k, k.dtype),
+                              gamma=np.full(g.shape, self.gamma, g.dtype))
+
+    def best(self) -> dict:
+        """{"gamma", "k", "mean_reward"} of the incumbent."""
+        gamma, k = self.incumbent()
+        mean, _ = self.gp.predict(np.array([[gamma, k]]))
+        return {"gamma": gamma, "k": k, "mean_reward": float(mean[0])}
+
+    def state_dict(self, history: bool = True) -> dict:
+        state = super().state_dict(history)
+        state["gamma_bounds"] = list(self.gamma_bounds)
+        return state
+
+    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
+        self.gamma_bounds = tuple(state["gamma_bounds"])
+        super().load_state_dict(state, history)
+
+
+class IMBayesOptTuner(IMBanditTuner):
+    """IMBayesOpt (module docstring): EI in the warm-up's BO steps, then a frozen SIR policy
+    of M settings. Needs warmup ≥ 1.
+
+    Args:
+        k_bounds, gamma_bounds: the box.
+        warmup: the run's warm-up moves (the adaptation phase).
+        bo_steps: I, default min(100, warmup // 100) (at least 1); each BO step has
+            m = warmup // I moves (the first warmup mod I steps one more).
+        policy_size: M (1000). temperature: T (0.1). n_gamma: the grid's γ values (100).
+        resampling: "systematic" or "multinomial".
+        other keyword arguments: `IMBanditTuner`'s (reward, seed, xi, maxfun, ...).
+    """
+
+    name = "im_bayesopt"
+
+    def __init__(self, k_bounds, gamma_bounds, *, warmup: int, bo_steps: int | None = None,
+                 policy_size: int = POLICY_SIZE, temperature: float = TEMPERATURE,
+                 n_gamma: int = N_GAMMA, resampling: str = "systematic",
+                 acquisition: str = "ei", signal_var: float = SIGNAL_VAR,
+                 noise_var: float = NOISE_VAR, lengthscale_factor: float = LENGTHSCALE_FACTOR,
+                 **options):
+        warmup = int(warmup)
+        if warmup < 1:
+            raise BomcmcError("IMBayesOpt adapts in warm-up: it needs warmup >= 1")
+        if bo_steps is None:
+            bo_steps = max(1, min(MAX_BO_STEPS, warmup // BO_STEP_DRAWS))
+        for label, v in (("bo_steps", bo_steps), ("policy_size", policy_size),
+                         ("n_gamma", n_gamma)):
+            if isinstance(v, bool) or int(v) != v or v < 1:
+                raise BomcmcError(f"{label} must be a positive integer, got {v!r}")
+        if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)
+                and temperature > 0):
+            raise BomcmcError(f"temperature must be a positive number, got {temperature!r}")
+        if resampling not in sir_policy.RESAMPLING:
+            raise BomcmcError(f"resampling must be one of {', '.join(sir_policy.RESAMPLING)}, "
+                              f"got {resampling!r}")
+        super().__init__(k_bounds, gamma_bounds, schedule="power", power=0.0,
+                         acquisition=acquisition, adapt_in_sampling=False,
+                         signal_var=signal_var, noise_var=noise_var,
+                         lengthscale_factor=lengthscale_factor, **options)
+        self.warmup, self.bo_steps = warmup, min(int(bo_steps), warmup)
+        self.policy_size, self.temperature = int(policy_size), float(temperature)
+        self.n_gamma, self.resampling = int(n_gamma), resampling
+        self.transitions = 0  # warm-up moves seen
+        self.policy: dict | None = None
+
+    def scale(self) -> float:
+        """1: the GP sees h as it is (h ≤ 1, signal variance 1, as the authors' code)."""
+        return 1.0
+
+    # -- knobs -------------------------------------------------------------------------------
+    def _resize(self, knobs):
+        k, g = np.asarray(knobs.k), np.asarray(knobs.gamma)
+        shape = k.shape[:-1] + (self.policy_size,)
+        return knobs._replace(k=np.zeros(shape, k.dtype), gamma=np.zeros(shape, g.dtype))
+
+    def _policy_knobs(self, knobs):
+        k, g = np.asarray(knobs.k), np.asarray(knobs.gamma)
+        return knobs._replace(
+            k=np.broadcast_to(np.asarray(self.policy["k"], k.dtype), k.shape).copy(),
+            gamma=np.broadcast_to(np.asarray(self.policy["gamma"], g.dtype), g.shape).copy())
+
+    # -- the Tuner protocol ------------------------------------------------------------------
+    def initial_knobs(self, knobs):
+        knobs = super().initial_knobs(self._resize(knobs))
+        return self._policy_knobs(knobs) if self.policy is not None else knobs
+
+    def chunk_draws(self, knobs, chunk_size: int) -> int | None:
+        """m (or m + 1) moves per BO step in warm-up; the driver's own lengths after."""
+        if self.policy is not None:
+            return None
+        m, extra = divmod(self.warmup, self.bo_steps)
+        return min(chunk_size, m + (1 if self.i < extra else 0))
+
+    def after_chunk(self, knobs, chunk: dict):
+        if self.policy is not None:
+            return knobs
+        if int(chunk.get("phase", 0)) == SAMPLING:  # not reached when the warm-up ran fully
+            self.build_policy()
+            return self._policy_knobs(knobs)
+        knobs = super().after_chunk(knobs, chunk)
+        self.transitions += int(np.shape(chunk["positions"])[1])
+        if self.transitions >= self.warmup:
+            self.build_policy()
+            return self._policy_knobs(knobs)
+        return knobs
+
+    # -- the policy --------------------------------------------------------------------------
+    def build_policy(self) -> dict:
+        """Mahendran 2011, Alg. 2 on the current GP: sets and returns `self.policy`,
+        {"gamma", "k", "weight": M each, "n_candidates", "ess", "n_unique", "temperature",
+        "bo_steps"}."""
+        if self.gp is None or self.gp.n_obs == 0:
+            warnings.warn("IMBayesOpt: no finite reward in the adaptation phase; the policy is "
+                          "uniform over the box", stacklevel=2)
+        gp = self.gp if self.gp is not None else self._make_gp()
+        gammas, ks = sir_policy.grid_candidates(self.lower, self.upper, self.n_gamma)
+        mu = gp.predict(np.column_stack([gammas, ks.astype(float)]))[0]
+        w = sir_policy.sir_weights(mu, self.temperature)
+        rng = np.random.default_rng([self.seed, 0, _SIR_STREAM])
+        idx = sir_policy.resample(w, self.policy_size, rng, self.resampling)
+        self.policy = {"gamma": gammas[idx].tolist(), "k": [int(v) for v in ks[idx]],
+                       "weight": w[idx].tolist(), "n_candidates": int(w.size),
+                       "ess": float(1.0 / np.sum(w * w)),
+                       "n_unique": int(np.unique(idx).size), "temperature": self.temperature,
+                       "bo_steps": self.i}
+        return self.policy
+
+    # -- state -------------------------------------------------------------------------------
+    def state_dict(self, history: bool = True) -> dict:
+        state = super().state_dict(history)
+        state["transitions"] = self.transitions
+        state["policy"] = None if self.policy is None else dict(self.policy)
+        state["config"].update(policy_size=self.policy_size, temperature=self.temperature,
+                               n_gamma=self.n_gamma, resampling=self.resampling,
+                               warmup=self.warmup, bo_steps=self.bo_steps)
+        return state
+
+    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
+        super().load_state_dict(state, history)
+        self.transitions = int(state.get("transitions", 0))
+        self.policy = None if state.get("policy") is None else dict(state["policy"])
+
+
+def gp_mean_surface(state: dict, n_gamma: int = N_GAMMA):
+    """(γ grid, k grid, μ (n_k, n_gamma)) of a saved IM tuner state: the GP mean over the box
+    (Mahendran 2011 Figs 4.3, 4.6, 4.9), with the tried points in state["gp"]."""
+    (k_lo, k_hi), (g_lo, g_hi) = check_box(state["steps_bounds"], state["gamma_bounds"])
+    cfg = state.get("config") or {}
+    width = np.array([g_hi - g_lo, k_hi - k_lo], dtype=float)
+    factor = float(cfg.get("lengthscale_factor", LENGTHSCALE_FACTOR))
+    gp = GaussianProcess(np.where(width > 0, factor * width, 1.0),
+                         signal_var=float(cfg.get("signal_var", SIGNAL_VAR)),
+                         noise_var=float(cfg.get("noise_var", NOISE_VAR)))
+    gp.load_state_dict(state["gp"])
+    gammas = np.linspace(g_lo, g_hi, int(n_gamma))
+    ks = np.arange(k_lo, k_hi + 1)
+    gg, kk = np.meshgrid(gammas, ks)
+    mu = gp.predict(np.column_stack([gg.ravel(), kk.ravel().astype(float)]))[0]
+    return gammas, ks, mu.reshape(kk.shape)

@@ -1,0 +1,148 @@
+"""The IM sampler's tuners (tuning/im_tuner.py) and the spin samplers by name (registry):
+the energy-ACF reward, IMBayesOpt's two phases (BO steps of 100 moves, then a frozen SIR
+policy in fixed knob shapes), exactness of the policy it samples with on the enumerated
+4 × 4 Ising grid, resume to identical draws, the bandit alternative, and one-line errors."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import bomcmc
+from bomcmc.errors import BomcmcError
+from bomcmc.tuning.im_tuner import gp_mean_surface
+from bomcmc.tuning.rewards import acf_area, energy_acf
+
+from test_kernels_intracluster import ENUM_4X4, _chi2_levels, _energy, _exact_levels
+
+pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
+
+
+# ---------------------------------------------------------------------------------------
+# The reward: h of the energy series
+# ---------------------------------------------------------------------------------------
+def test_energy_acf_is_h_of_the_energy_series():
+    rng = np.random.default_rng(0)
+    e = rng.normal(size=(4, 100)).cumsum(axis=1) * 0.1 + rng.normal(size=(4, 100))
+    beta = 0.44
+    h = energy_acf({"lp": -beta * e})
+    assert h == pytest.approx(acf_area({"positions": e[..., None]}), abs=1e-12)
+    # white noise mixes perfectly, a slow AR(1) badly, a stuck chain not at all; over seeds
+    # 0-299, white noise gave h in [0.80, 0.84] and the AR(1) with φ = 0.99 [0.44, 0.62]
+    white = energy_acf({"lp": rng.normal(size=(8, 100))})
+    ar = np.zeros((8, 100))
+    for t in range(1, 100):
+        ar[:, t] = 0.99 * ar[:, t - 1] + rng.normal(size=8)
+    slow = energy_acf({"lp": ar})
+    assert white > 0.75 and slow < 0.7, (white, slow)
+    assert energy_acf({"lp": np.ones((2, 100))}) == 0.0
+    assert np.isnan(energy_acf({"lp": np.ones((2, 20))}))  # shorter than l_min = 26
+
+
+# ---------------------------------------------------------------------------------------
+# IMBayesOpt on the enumerated 4 × 4 grid
+# ---------------------------------------------------------------------------------------
+BO_RUN = dict(posterior="ising-4x4", sampler="im_bayesopt", chains=8, warmup=1500,
+              draws=3000, chunk_size=1000, progress=False, policy_size=200)
+
+
+def _chunks(path):
+    return [dict(np.load(p)) for p in sorted((path / "chunks").glob("*.npz"))]
+
+
+@pytest.fixture(scope="module")
+def bo_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("im_bayesopt") / "run"
+    res = bomcmc.sample(out=path, seed=0, **BO_RUN)
+    return path, res
+
+
+def test_bayesopt_adapts_in_blocks_of_100_then_samples_a_frozen_policy(bo_run):
+    path, res = bo_run
+    recs = _chunks(path)
+    assert [int(r["phase"]) for r in recs] == [0] * 15 + [1] * 3
+    assert all(r["positions"].shape[1] == 100 for r in recs[:15])
+    for r in recs:  # the knobs' shape never changes: (chains, M)
+        assert r["knobs.k"].shape == (8, 200) and r["knobs.gamma"].shape == (8, 200)
+    for r in recs[:15]:  # one setting per BO step, in every slot and chain
+        assert len(np.unique(r["knobs.k"])) == 1 and len(np.unique(r["knobs.gamma"])) == 1
+    state = json.loads(res.idata.tuning.attrs["tuner_state"])
+    policy = state["policy"]
+    assert len(policy["k"]) == 200 and policy["n_candidates"] == 8 * 100  # k ∈ {1..8}
+    assert min(policy["k"]) >= 1 and max(policy["k"]) <= 8
+    assert 0.0 <= min(policy["gamma"]) and max(policy["gamma"]) <= 2 / 2.27 + 1e-12
+    for r in recs[15:]:
+        np.testing.assert_array_equal(r["knobs.k"][0], policy["k"])
+    ks = np.asarray(res.idata.sample_stats.n_steps) // 2  # the moves drew from the policy
+    assert len(np.unique(ks)) > 3
+    assert set(np.unique(ks)) <= set(policy["k"])
+    hist = res.idata.tuning
+    assert hist.sizes["step"] == 15 and np.all(np.isfinite(hist["reward"]))
+    gammas, k_grid, mu = gp_mean_surface(state)
+    assert mu.shape == (8, 100) and np.all(np.isfinite(mu))
+
+
+def test_bayesopt_policy_samples_the_exact_distribution(bo_run):
+    """The sampling phase is a fixed mixture of exact IM kernels: the energy levels pass the
+    chi-square test of test_kernels_intracluster (measured X² in the docstring there)."""
+    _, res = bo_run
+    levels, p = _exact_levels(ENUM_4X4)
+    x2, df = _chi2_levels(_energy(res, ENUM_4X4), levels, p)
+    assert x2 < stats.chi2.isf(0.001, df), (x2, df)
+
+
+@pytest.mark.parametrize("keep", [6, 16])  # cut in adaptation / in sampling
+def test_cut_run_resumes_to_identical_draws_and_policy(bo_run, tmp_path, keep):
+    path, full = bo_run
+    cut = tmp_path / "cut"
+    shutil.copytree(path, cut)
+    for name in ("idata.nc", "run.json"):
+        (cut / name).unlink()
+    for f in sorted((cut / "chunks").glob("*.npz"))[keep:]:
+        f.unlink()
+    resumed = bomcmc.resume(cut, progress=False)
+    a, b = full.idata, resumed.idata
+    np.testing.assert_array_equal(np.asarray(a.posterior["x"]), np.asarray(b.posterior["x"]))
+    np.testing.assert_array_equal(np.asarray(a.sample_stats.n_steps),
+                                  np.asarray(b.sample_stats.n_steps))
+    assert a.tuning.attrs["tuner_state"] == b.tuning.attrs["tuner_state"]
+
+
+# ---------------------------------------------------------------------------------------
+# The bandit alternative, the other named samplers, errors
+# ---------------------------------------------------------------------------------------
+def test_bandit_keeps_adapting_within_the_box():
+    res = bomcmc.sample(posterior="spinglass-3x3x3", sampler="im_bandit", chains=2,
+                        warmup=500, draws=500, seed=1, progress=False, k_bounds=(1, 6),
+                        gamma_bounds=(0.0, 1.5))
+    hist = res.idata.tuning
+    assert hist.sizes["step"] == 10  # one reward per block of 100 moves, in both phases
+    assert set(np.asarray(hist["phase"]).tolist()) == {0, 1}
+    ks = np.asarray(res.idata.sample_stats.n_steps) // 2
+    gammas = np.asarray(res.idata.sample_stats.step_size)
+    assert ks.min() >= 1 and ks.max() <= 6 and gammas.min() >= 0 and gammas.max() <= 1.5
+
+
+def test_uniform_and_expert_policies():
+    post = bomcmc.models.get("spinglass-9x9x9")
+    model = post.meta["model"]
+    unif = bomcmc.registry.get("im_unif", post).kernel.make_knobs(model.n)
+    assert unif.k.shape == (50 * 100,) and sorted(set(unif.k.tolist())) == list(range(1, 51))
+    assert unif.gamma.min() == 0.0 and unif.gamma.max() == pytest.approx(1.6)
+    expert = bomcmc.registry.get("im_expert", post).kernel.make_knobs(model.n)
+    assert expert.k.tolist() == list(range(1, 26)) and np.allclose(expert.gamma, 0.8)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(posterior="gauss-2d-corr", sampler="im"), "samples spin models"),
+    (dict(posterior="ising-4x4", sampler="im_expert"), "no expert setting"),
+    (dict(posterior="ising-4x4", sampler="im", k=9), r"k must be an integer in \[1, 8\]"),
+    (dict(posterior="ising-4x4", sampler="im_bayesopt", warmup=0), "needs warmup >= 1"),
+    (dict(posterior="ising-4x4", sampler="im_bayesopt", k_bounds=(0, 3)), "k_bounds"),
+    (dict(posterior="ising-4x4", sampler="im_bayesopt", policy_size=0), "policy_size"),
+])
+def test_one_line_errors(kw, match):
+    with pytest.raises(BomcmcError, match=match):
+        bomcmc.sample(chains=1, draws=10, progress=False, **kw)
