@@ -24,6 +24,12 @@ posterior's model when a run starts (`Sampler.build`):
     im_bandit    IM tuned by adaptive HMC's GP bandit over (γ, k), adapting forever
     kawasaki     Kawasaki dynamics (IM with k = 1, γ = 0)
 
+and for posteriors that carry a Riemannian metric (`Posterior.meta["metric_fn"]`, the flat
+vector's G(θ); the logistic regressions have the Fisher metric):
+
+    rmhmc        Riemann-manifold HMC, the generalised leapfrog (Girolami & Calderhead 2011)
+    armhmc       rmhmc with (ε, L) tuned by the GP bandit (Wang, Mohamed & de Freitas 2013)
+
 Samplers built for one model (Neal's Gibbs-within-HMC and its relatives for a network) are
 `Sampler` objects too, made by `bomcmc.bnn.samplers`, and passed as `sampler=`.
 """
@@ -37,9 +43,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import BomcmcError
-from .kernels import ahmc, hmc, hmc_mixture, intracluster, nuts, nuts_machine, rwm
+from .kernels import ahmc, hmc, hmc_mixture, intracluster, nuts, nuts_machine, rmhmc, rwm
 from .kernels.base import Kernel
-from .tuning import ahmc_tuner, im_tuner, two_phase
+from .tuning import ahmc_tuner, block_bandit, im_tuner, two_phase
 
 # make_tuner(options, spec, flat, states) -> Tuner
 TunerFactory = Callable[[dict, Any, Any, Any], Any]
@@ -185,6 +191,40 @@ def _make_im_tuner(model, two_phase_: bool, options: dict, spec, flat, states):
 
 for _kind in ("im", "im_expert", "im_unif", "im_bandit", "im_bayesopt", "kawasaki"):
     SAMPLERS[_kind] = Sampler(None, name=_kind, build=partial(_im_sampler, _kind))
+
+
+# ---------------------------------------------------------------------------------------
+# Riemann-manifold HMC, built for a posterior's metric
+# ---------------------------------------------------------------------------------------
+ARMHMC_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "acquisition", "schedule",
+                  "bo_steps", "start")
+
+
+def _metric(posterior, sampler: str):
+    metric_fn = (getattr(posterior, "meta", None) or {}).get("metric_fn")
+    if metric_fn is None:
+        name = getattr(posterior, "name", "this posterior")
+        raise BomcmcError(f"sampler '{sampler}' needs a Riemannian metric: '{name}' has none "
+                          "(give it as Posterior(..., meta={'metric_fn': G}), G(θ) of the flat "
+                          "vector; the logistic-* posteriors have one)")
+    return metric_fn
+
+
+def _rmhmc_sampler(kind: str, posterior) -> "Sampler":
+    kernel = rmhmc.kernel_for_metric(_metric(posterior, kind), name=kind)
+    if kind == "rmhmc":
+        return Sampler(kernel, name=kind)
+    return Sampler(kernel, make_tuner=_make_block_bandit, tuner_options=ARMHMC_OPTIONS,
+                   name=kind)
+
+
+def _make_block_bandit(options: dict, spec, flat, states):
+    opts = ahmc_tuner.validate_options(options)
+    return block_bandit.BlockBanditTuner(warmup=spec.warmup, seed=spec.seed, **opts)
+
+
+for _kind in ("rmhmc", "armhmc"):
+    SAMPLERS[_kind] = Sampler(None, name=_kind, build=partial(_rmhmc_sampler, _kind))
 
 
 def canonical(name: str) -> str:

@@ -12,7 +12,8 @@ from pathlib import Path
 # knob flag -> keyword argument of bomcmc.sample
 KNOB_FLAGS = {"step_size": "step_size", "steps": "steps", "random_steps": "random_steps",
               "target_accept": "target_accept", "dense_mass": "dense_mass",
-              "max_tree_depth": "max_tree_depth", "eps_bounds": "eps_bounds",
+              "max_tree_depth": "max_tree_depth", "fixed_point_steps": "fixed_point_steps",
+              "eps_bounds": "eps_bounds",
               "steps_bounds": "steps_bounds", "reward": "reward", "mass": "mass",
               "acquisition": "acquisition", "schedule": "schedule", "bo_steps": "bo_steps",
               "k": "k", "gamma": "gamma", "k_bounds": "k_bounds",

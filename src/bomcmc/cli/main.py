@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "initial position in NAME_init; `resume` loads it again")
     s.add_argument("--sampler", default="ahmc", metavar="NAME",
                    help="hmc, nuts, nuts_async, ahmc or two_phase (default: ahmc, the "
-                        "self-tuning sampler; docs/defaults.md); for spin posteriors im, "
+                        "self-tuning sampler; docs/defaults.md); rmhmc or armhmc for a "
+                        "posterior with a metric (logistic-*); for spin posteriors im, "
                         "im_expert, im_unif, im_bayesopt, im_bandit or kawasaki")
     s.add_argument("--out", required=True, metavar="DIR", help="run directory (required)")
     s.add_argument("--chains", type=positive_int, default=4, help="chains (default: 4)")
@@ -161,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="warm-up target acceptance (default: 0.8)")
     knobs.add_argument("--dense-mass", action="store_const", const=True, default=None,
                        help="nuts: adapt a dense mass matrix (default: diagonal)")
+    knobs.add_argument("--fixed-point-steps", type=positive_int, default=None, metavar="K",
+                       help="rmhmc, armhmc: iterations of each implicit leapfrog step "
+                            "(default: 6)")
     knobs.add_argument("--max-tree-depth", type=positive_int, default=None, metavar="D",
                        help="nuts: maximum tree depth (default: 10)")
     ahmc = s.add_argument_group("adaptive HMC (--sampler ahmc: the GP bandit tunes ε and L; "

@@ -44,12 +44,13 @@ TREE_DEPTH_SHARE_MAX = 0.01
 EBFMI_MIN = 0.3
 ACCEPT_MIN = 0.05
 ACCEPT_MAX = 0.995
+FIXED_POINT_SHARE_MAX = 0.05  # RMHMC: transitions whose implicit steps did not converge
 
 
 class SamplingWarning(UserWarning):
     """A finished run whose diagnostics say its draws should not be trusted as they are
     (divergences, R-hat, low ESS, saturated NUTS trees, low E-BFMI, extreme acceptance,
-    chains that never moved)."""
+    unconverged RMHMC fixed points, chains that never moved)."""
 
 
 @contextlib.contextmanager
@@ -124,6 +125,7 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None) ->
             _tree_depth(ss, post.attrs),
             _ebfmi(idata, ss),
             _acceptance(ss, totals),
+            _fixed_points(ss),
             _stuck(post),
         ]
     return [m for m in msgs if m]
@@ -149,6 +151,16 @@ def _divergences(ss, totals: dict) -> str | None:
             "integrator met curvature it cannot follow and the draws may be biased; try a "
             "smaller step size (or a higher target_accept, e.g. 0.95, with adapt='window', "
             "--adapt window), or reparameterise the posterior")
+
+
+def _fixed_points(ss) -> str | None:
+    failed = _stat(ss, "fixed_point_failed")
+    if failed is None or np.mean(failed) <= FIXED_POINT_SHARE_MAX:
+        return None
+    return (f"the generalised leapfrog's fixed-point iterations did not converge in "
+            f"{np.mean(failed):.1%} of transitions > {FIXED_POINT_SHARE_MAX:.0%}: the "
+            "integrator is then neither exactly reversible nor volume-preserving and the draws "
+            "may be biased; raise fixed_point_steps or lower the step size")
 
 
 def _coords(ds, still: dict) -> tuple[np.ndarray, np.ndarray, list[str]]:

@@ -42,7 +42,7 @@ from . import hmc
 from .base import Kernel
 
 FIXED_POINT_STEPS = 6
-FIXED_POINT_TOL = 1e-4  # relative change of the last fixed-point iteration
+FIXED_POINT_TOL = 1e-3  # relative change of the last fixed-point iteration
 
 
 class RMHMCKnobs(NamedTuple):

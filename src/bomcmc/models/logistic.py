@@ -43,13 +43,20 @@ def logistic_regression(X, y, name: str = "logistic", prior_variance: float = PR
     def initializer(key):
         return {"beta": jax.random.uniform(key, (d,), minval=-2.0, maxval=2.0)}
 
+    def metric_fn(beta):
+        """G(β) = XᵀΛX + I/α, Λ = diag(p(1 − p)), p = σ(Xβ): the expected Fisher information
+        plus the prior's precision (Girolami & Calderhead 2011 §7), on the flat vector."""
+        Xj = jnp.asarray(X, beta.dtype)
+        p = jax.nn.sigmoid(Xj @ beta)
+        return (Xj.T * (p * (1.0 - p))) @ Xj + jnp.eye(d, dtype=beta.dtype) / prior_variance
+
     return Posterior(
         logdensity_fn=logdensity,
         init_position={"beta": np.zeros(d)},
         name=name,
         initializer=initializer,
         description=description or f"logistic regression, n={X.shape[0]}, d={d}",
-        meta={"n": X.shape[0], "d": d},
+        meta={"n": X.shape[0], "d": d, "metric_fn": metric_fn},
     )
 
 

@@ -404,3 +404,4 @@ class GPBanditTuner(Tuner):
         tuner = cls(eps_bounds=state["eps_bounds"], steps_bounds=state["steps_bounds"], **opts)
         tuner.load_state_dict(state, history)
         return tuner
+
