@@ -126,10 +126,17 @@ def test_ebfmi_when_energy_moves_slowly():
     msgs = check_run(_idata(energy=energy))
     assert msgs == [_one(msgs, "E-BFMI")]
     assert "< 0.3" in msgs[0] and "in chain(s) 2:" in msgs[0]
-    # Neal's Gibbs-within-HMC records the energy of a changing conditional: no E-BFMI there
+    # Neal's Gibbs-within-HMC records the energy of a changing conditional: no E-BFMI there.
+    # Runs record it (Kernel.gibbs_within); runs written before are read by sampler name.
     gibbs = _idata(energy=energy)
-    gibbs.posterior.attrs["sampler"] = "ahmc_gibbs"
+    gibbs.posterior.attrs.update(sampler="my_sampler", gibbs_within_hmc=1)
     assert check_run(gibbs) == []
+    old = _idata(energy=energy)
+    old.posterior.attrs["sampler"] = "ahmc_gibbs"
+    assert check_run(old) == []
+    plain = _idata(energy=energy)
+    plain.posterior.attrs.update(sampler="neal_lookalike", gibbs_within_hmc=0)
+    assert msgs == check_run(plain)
 
 
 def test_tree_depth_against_the_runs_maximum():

@@ -236,16 +236,18 @@ def _tree_depth(ss, attrs) -> str | None:
             "(dense_mass=True, --dense-mass) or reparameterise the posterior")
 
 
-def gibbs_within_hmc(sampler: str) -> bool:
-    """Whether a sampler name is one of Neal's network samplers: Gibbs draws of the
-    hyperparameters alternating with HMC or NUTS on the weights, whose step size is the
-    factor η on per-group step sizes (Neal 1996)."""
-    sampler = str(sampler)
+def gibbs_within_hmc(attrs) -> bool:
+    """Whether a run's sampler alternates Gibbs draws of the hyperparameters with HMC or NUTS
+    on the weights (Neal 1996; `Kernel.gibbs_within`), from its InferenceData's attrs. Runs
+    written before bomcmc recorded it are read by the names of Neal's samplers."""
+    if "gibbs_within_hmc" in attrs:
+        return bool(int(attrs["gibbs_within_hmc"]))
+    sampler = str(attrs.get("sampler", ""))
     return sampler.startswith("neal") or sampler.endswith("_gibbs")
 
 
 def _ebfmi(idata, ss) -> str | None:
-    if gibbs_within_hmc(idata.posterior.attrs.get("sampler", "")):
+    if gibbs_within_hmc(idata.posterior.attrs):
         return None  # the energy of a conditional that changes between transitions
     energy = _stat(ss, "energy")
     if energy is None or energy.ndim != 2 or energy.shape[1] < 2:

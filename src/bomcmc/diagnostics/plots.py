@@ -95,7 +95,7 @@ def _step_symbol(attrs) -> str:
     (Neal 1996); ε otherwise."""
     from .checks import gibbs_within_hmc
 
-    return "η" if gibbs_within_hmc(attrs.get("sampler", "")) else "ε"
+    return "η" if gibbs_within_hmc(attrs) else "ε"
 
 
 def _title(idata, what: str, shown: int, total: int) -> str:
@@ -184,8 +184,8 @@ def has_energy(idata) -> bool:
     idata = getattr(idata, "idata", idata)
     stats = getattr(idata, "sample_stats", None)
     post = getattr(idata, "posterior", None)
-    sampler = post.attrs.get("sampler", "") if post is not None else ""
-    return stats is not None and "energy" in stats and not gibbs_within_hmc(sampler)
+    attrs = post.attrs if post is not None else {}
+    return stats is not None and "energy" in stats and not gibbs_within_hmc(attrs)
 
 
 def plot_energy(idata, path: str | os.PathLike) -> Path:

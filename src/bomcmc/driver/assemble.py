@@ -63,6 +63,7 @@ def assemble(run: Run, store, wall_total: float):
         "inference_library": "bomcmc",
         "inference_library_version": __version__,
         "sampler": spec.sampler,
+        "gibbs_within_hmc": int(run.kernel.gibbs_within),  # read by the checks and plots
         "posterior": spec.posterior,
         "posterior_name": flat.source.name,  # a user's own posterior is "custom" in spec
         "seed": spec.seed,

@@ -34,6 +34,10 @@ class Kernel(NamedTuple):
     step: Callable[..., Any]
     make_knobs: Callable[..., Any]
     machine: Any = None  # optional: the transition as ticks (`nuts_machine.Machine`)
+    # Gibbs draws of hyperparameters alternate with HMC or NUTS on the rest (Neal 1996): the
+    # recorded energy is that of a conditional that changes between transitions (no E-BFMI)
+    # and the step size is a factor η on per-group step sizes
+    gibbs_within: bool = False
 
 
 def tree_where(pred, a, b):

@@ -130,7 +130,7 @@ def neal_kernel(model, name: str = "neal_gibbs") -> Kernel:
             sample_noise=np.asarray(bool(sample_noise)),
         )
 
-    return Kernel(name=name, init=init, step=step, make_knobs=make_knobs)
+    return Kernel(name=name, init=init, step=step, make_knobs=make_knobs, gibbs_within=True)
 
 
 def eta_and_steps(name: str, dim: int, d: int, step_size, eta, steps) -> float:

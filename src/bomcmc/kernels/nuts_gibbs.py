@@ -147,7 +147,7 @@ def nuts_gibbs_kernel(model, name: str = "nuts_gibbs") -> Kernel:
             target_accept=np.asarray(target_accept, dtype),
         )
 
-    return Kernel(name=name, init=init, step=step, make_knobs=make_knobs)
+    return Kernel(name=name, init=init, step=step, make_knobs=make_knobs, gibbs_within=True)
 
 
 
