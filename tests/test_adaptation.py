@@ -21,6 +21,8 @@ from bomcmc.adaptation.window_adaptation import (
     stage_array,
 )
 
+from runs import cut_copy
+
 
 # ---------------------------------------------------------------------------------------
 # Dual averaging
@@ -240,17 +242,10 @@ def test_resume_in_warmup_continues_the_adapter_exactly(tmp_path):
     """The adapter state is saved with every chunk: a run cut in the middle of warm-up (here
     a copy of a finished run with its later chunks dropped) resumes to the same draws and
     the same adapted knobs."""
-    import shutil
-
     kw = dict(posterior="gauss-iid-5", sampler="hmc", adapt="window", steps=5, chains=2,
               draws=50, warmup=200, seed=4, chunk_size=25, progress=False)
     full = bomcmc.sample(out=tmp_path / "full", **kw)
-    cut = tmp_path / "cut"
-    shutil.copytree(tmp_path / "full", cut)
-    for f in sorted((cut / "chunks").glob("*.npz"))[5:]:  # keep warm-up chunks 0-4 (t < 125)
-        f.unlink()
-    for f in ("idata.nc", "run.json"):
-        (cut / f).unlink(missing_ok=True)
+    cut = cut_copy(tmp_path / "full", tmp_path / "cut", 5)  # warm-up chunks 0-4 (t < 125)
     resumed = bomcmc.resume(cut, progress=False)
     np.testing.assert_array_equal(np.asarray(resumed.idata.posterior["x"]),
                                   np.asarray(full.idata.posterior["x"]))

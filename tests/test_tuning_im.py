@@ -4,7 +4,6 @@ policy in fixed knob shapes), exactness of the policy it samples with on the enu
 4 × 4 Ising grid, resume to identical draws, the bandit alternative, and one-line errors."""
 
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from bomcmc.errors import BomcmcError
 from bomcmc.tuning.im_tuner import gp_mean_surface
 from bomcmc.tuning.rewards import acf_area, energy_acf
 
+from runs import cut_copy
 from test_kernels_intracluster import ENUM_4X4, _chi2_levels, _energy, _exact_levels
 
 pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
@@ -97,12 +97,7 @@ def test_bayesopt_policy_samples_the_exact_distribution(bo_run):
 @pytest.mark.parametrize("keep", [6, 16])  # cut in adaptation / in sampling
 def test_cut_run_resumes_to_identical_draws_and_policy(bo_run, tmp_path, keep):
     path, full = bo_run
-    cut = tmp_path / "cut"
-    shutil.copytree(path, cut)
-    for name in ("idata.nc", "run.json"):
-        (cut / name).unlink()
-    for f in sorted((cut / "chunks").glob("*.npz"))[keep:]:
-        f.unlink()
+    cut = cut_copy(path, tmp_path / "cut", keep)
     resumed = bomcmc.resume(cut, progress=False)
     a, b = full.idata, resumed.idata
     np.testing.assert_array_equal(np.asarray(a.posterior["x"]), np.asarray(b.posterior["x"]))

@@ -8,7 +8,6 @@ Adaptation by EI on a GP over (log ε, L) in warm-up, then a frozen SIR policy o
 from __future__ import annotations
 
 import json
-import shutil
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +22,8 @@ from bomcmc.kernels import hmc, hmc_mixture
 from bomcmc.tuning import sir_policy
 from bomcmc.tuning.history import tuning_from_idata
 from bomcmc.tuning.two_phase import TwoPhaseTuner, default_bo_steps, policy_from_idata
+
+from runs import cut_copy
 
 pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
 
@@ -267,12 +268,7 @@ def test_knob_shapes_are_fixed_and_the_run_never_recompiles(full_run):
 @pytest.mark.parametrize("keep", [4, 11])  # cut in adaptation (after a metric update) / sampling
 def test_cut_run_resumes_to_identical_draws_and_policy(full_run, tmp_path, keep):
     path, full, logdensity, init, _, _ = full_run
-    cut = tmp_path / "cut"
-    shutil.copytree(path, cut)
-    for name in ("idata.nc", "run.json"):
-        (cut / name).unlink()
-    for f in sorted((cut / "chunks").glob("*.npz"))[keep:]:
-        f.unlink()
+    cut = cut_copy(path, tmp_path / "cut", keep)
     resumed = bomcmc.resume(cut, logdensity, init, progress=False)
     a, b = full.idata, resumed.idata
     np.testing.assert_array_equal(np.asarray(a.posterior["x"]), np.asarray(b.posterior["x"]))

@@ -39,7 +39,6 @@ import numpy as np
 
 from ..errors import BomcmcError
 from . import sir_policy
-from .base import SAMPLING
 from .gp import GaussianProcess
 from .gp_bandit import GPBanditTuner
 
@@ -154,7 +153,7 @@ class IMBanditTuner(GPBanditTuner):
         super().load_state_dict(state, history)
 
 
-class IMBayesOptTuner(IMBanditTuner):
+class IMBayesOptTuner(sir_policy.TwoPhases, IMBanditTuner):
     """IMBayesOpt (module docstring): EI in the warm-up's BO steps, then a frozen SIR policy
     of M settings. Needs warmup ≥ 1.
 
@@ -229,19 +228,6 @@ class IMBayesOptTuner(IMBanditTuner):
         m, extra = divmod(self.warmup, self.bo_steps)
         return min(chunk_size, m + (1 if self.i < extra else 0))
 
-    def after_chunk(self, knobs, chunk: dict):
-        if self.policy is not None:
-            return knobs
-        if int(chunk.get("phase", 0)) == SAMPLING:  # not reached when the warm-up ran fully
-            self.build_policy()
-            return self._policy_knobs(knobs)
-        knobs = super().after_chunk(knobs, chunk)
-        self.transitions += int(np.shape(chunk["positions"])[1])
-        if self.transitions >= self.warmup:
-            self.build_policy()
-            return self._policy_knobs(knobs)
-        return knobs
-
     # -- the policy --------------------------------------------------------------------------
     def build_policy(self) -> dict:
         """Mahendran 2011, Alg. 2 on the current GP: sets and returns `self.policy`,
@@ -266,17 +252,10 @@ class IMBayesOptTuner(IMBanditTuner):
     # -- state -------------------------------------------------------------------------------
     def state_dict(self, history: bool = True) -> dict:
         state = super().state_dict(history)
-        state["transitions"] = self.transitions
-        state["policy"] = None if self.policy is None else dict(self.policy)
         state["config"].update(policy_size=self.policy_size, temperature=self.temperature,
                                n_gamma=self.n_gamma, resampling=self.resampling,
                                warmup=self.warmup, bo_steps=self.bo_steps)
         return state
-
-    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
-        super().load_state_dict(state, history)
-        self.transitions = int(state.get("transitions", 0))
-        self.policy = None if state.get("policy") is None else dict(state["policy"])
 
 
 def gp_mean_surface(state: dict, n_gamma: int = N_GAMMA):

@@ -23,6 +23,8 @@ from typing import Callable
 
 import numpy as np
 
+from .base import SAMPLING
+
 CANDIDATES = ("grid", "lhs")
 RESAMPLING = ("systematic", "multinomial")
 GRID_EPS = 100  # log-ε values of the grid (the authors' code: 100 values of the continuous knob)
@@ -139,3 +141,38 @@ def build_policy(mean_fn: Callable[[np.ndarray], np.ndarray], lower, upper, m: i
     return {"eps": eps.tolist(), "L": [int(v) for v in L], "weight": w[idx].tolist(),
             "n_candidates": int(w.size), "ess": float(1.0 / np.sum(w * w)),
             "n_unique": int(np.unique(idx).size)}
+
+
+class TwoPhases:
+    """The phases of a two-phase tuner (Mahendran 2011, Algs 1–2), mixed in before a tuner
+    that adapts after every chunk: adapt through the `warmup` transitions, build the policy
+    once when they end (`build_policy`, `_policy_knobs` of the subclass), then leave the knobs
+    as they are. Keeps `transitions` (warm-up transitions seen) and `policy` in the state."""
+
+    warmup: int
+    transitions: int = 0
+    policy: dict | None = None
+
+    def after_chunk(self, knobs, chunk: dict):
+        if self.policy is not None:  # sampling phase: the policy is frozen
+            return knobs
+        if int(chunk.get("phase", 0)) == SAMPLING:  # (not reached when warm-up ran fully)
+            self.build_policy()
+            return self._policy_knobs(knobs)
+        knobs = super().after_chunk(knobs, chunk)  # one BO step
+        self.transitions += int(np.shape(chunk["positions"])[1])
+        if self.transitions >= self.warmup:
+            self.build_policy()
+            return self._policy_knobs(knobs)
+        return knobs
+
+    def state_dict(self, history: bool = True) -> dict:
+        state = super().state_dict(history)
+        state["transitions"] = self.transitions
+        state["policy"] = None if self.policy is None else dict(self.policy)
+        return state
+
+    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
+        super().load_state_dict(state, history)
+        self.transitions = int(state.get("transitions", 0))
+        self.policy = None if state.get("policy") is None else dict(state["policy"])

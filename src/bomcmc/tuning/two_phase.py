@@ -58,7 +58,6 @@ from ..errors import BomcmcError
 from ..validation import choice, integer
 from . import ahmc_tuner, sir_policy
 from .ahmc_tuner import AHMCTuner
-from .base import SAMPLING
 
 POLICY_SIZE = 50  # M: slots of the mixture kernel
 TEMPERATURE = 0.05  # T of w ∝ exp(μ / (T c)) (the authors' code: exp(10 μ); see the docstring)
@@ -77,7 +76,7 @@ def default_bo_steps(warmup: int, reward) -> int:
     return max(1, min(MAX_BO_STEPS, int(warmup) // m_min))
 
 
-class TwoPhaseTuner(AHMCTuner):
+class TwoPhaseTuner(sir_policy.TwoPhases, AHMCTuner):
     """Adaptation by EI on a GP for the warm-up's BO steps, then one frozen SIR policy of M
     (ε, L) settings for the mixture kernel (module docstring). Needs knobs with a policy
     axis: `step_size` and `num_steps` of shape (chains, M) (the sampler "two_phase").
@@ -173,19 +172,6 @@ class TwoPhaseTuner(AHMCTuner):
             return None
         return super().chunk_draws(knobs, chunk_size)
 
-    def after_chunk(self, knobs, chunk: dict):
-        if self.policy is not None:  # sampling phase: the policy is frozen
-            return knobs
-        if int(chunk.get("phase", 0)) == SAMPLING:  # (not reached when warm-up ran fully)
-            self.build_policy()
-            return self._policy_knobs(knobs)
-        knobs = super().after_chunk(knobs, chunk)  # one BO step: reward, GP, EI proposal
-        self.transitions += int(np.shape(chunk["positions"])[1])
-        if self.transitions >= self.warmup:
-            self.build_policy()
-            return self._policy_knobs(knobs)
-        return knobs
-
     # -- the GP's units -----------------------------------------------------------------------
     def policy_scale(self) -> float:
         """c: the best observed reward, or 1 while none is positive."""
@@ -220,17 +206,10 @@ class TwoPhaseTuner(AHMCTuner):
     # -- state -------------------------------------------------------------------------------
     def state_dict(self, history: bool = True) -> dict:
         state = super().state_dict(history)
-        state["transitions"] = self.transitions
-        state["policy"] = None if self.policy is None else dict(self.policy)
         state["config"].update(policy_size=self.policy_size, candidates=self.candidates,
                                n_candidates=self.n_candidates, temperature=self.temperature,
                                resampling=self.resampling, warmup=self.warmup)
         return state
-
-    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
-        super().load_state_dict(state, history)
-        self.transitions = int(state.get("transitions", 0))
-        self.policy = None if state.get("policy") is None else dict(state["policy"])
 
 
 def policy_from_idata(idata) -> dict | None:
