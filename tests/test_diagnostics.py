@@ -35,6 +35,12 @@ def test_summary_layout_and_values(result):
     assert run["divergences"] == 0 and 0 < run["accept_mean"] <= 1
     assert max(beta["r_hat"]) < 1.05
     assert "ESS per gradient" in format_table(s)
+    # the log density's own line, as Stan's lp__
+    lp = np.asarray(result.idata.sample_stats["lp"])
+    assert run["lp"]["mean"] == pytest.approx(lp.mean())
+    assert run["lp"]["ess_bulk"] == pytest.approx(float(az.ess(lp, method="bulk")))
+    assert run["lp"]["r_hat"] == pytest.approx(float(az.rhat(lp)))
+    assert "log density (lp) mean=" in format_table(s)
 
 
 def test_efficiency_handles_zero_cost():

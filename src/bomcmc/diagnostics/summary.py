@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .checks import check_run, convergence, frozen
+from .checks import check_run, convergence, frozen, quiet
 
 
 def clean_json(x):
@@ -121,9 +121,28 @@ def summarize(idata, totals: dict | None = None) -> dict:
         "draws": int(post.sizes.get("draw", 0)),
         "ess_bulk": min_median_max(all_ess),
         **efficiency(all_ess, totals.get("n_grad") or 0, totals.get("wall_s") or 0.0),
+        "lp": log_density_summary(idata),
     }
     return clean_json({"variables": variables, "run": run,
                        "warnings": check_run(idata, totals, conv)})
+
+
+def log_density_summary(idata) -> dict | None:
+    """Mean, sd, bulk ESS and R-hat of the log density after each draw (Stan's lp__): one
+    number for the whole chain's mixing, and for a spin system −β × its energy."""
+    import arviz as az
+
+    ss = idata.sample_stats if "sample_stats" in idata.groups() else None
+    if ss is None or "lp" not in ss:
+        return None
+    lp = np.asarray(ss["lp"], dtype=float)
+    if lp.ndim != 2 or lp.shape[1] < 4 or not np.all(np.isfinite(lp)):
+        return None
+    with quiet():
+        ess = float(az.ess(lp, method="bulk")) if np.ptp(lp) > 0 else float("nan")
+        rhat = float(az.rhat(lp)) if lp.shape[0] > 1 and np.ptp(lp) > 0 else float("nan")
+    return {"mean": float(lp.mean()), "sd": float(lp.std(ddof=1)), "ess_bulk": ess,
+            "r_hat": rhat}
 
 
 def _share(totals: dict) -> float | None:
@@ -194,6 +213,10 @@ def format_table(summary: dict, max_rows: int = 40) -> str:
         f"ESS per second min/med/max   {mmm(r['ess_per_s'], 4)}",
         f"divergences={r['divergences']} mean acceptance={_s(r['accept_mean'])}",
     ]
+    if r.get("lp"):
+        lp = r["lp"]
+        lines.append(f"log density (lp) mean={lp['mean']:.6g} sd={_s(lp['sd'])} "
+                     f"ESS bulk={_s(lp['ess_bulk'])} R-hat={_s(lp['r_hat'])}")
     if r.get("tuner") not in (None, "fixed") and r.get("tuner_share") is not None:
         lines.append(f"tuner ({r['tuner']}) host time {_s(r['tuner_s'])} s "
                      f"({100 * r['tuner_share']:.1f}% of warm-up + sampling)")
