@@ -66,7 +66,8 @@ class IMInfo(NamedTuple):
     n_steps: jax.Array  # spins flipped by the proposal (2k)
     sq_jump: jax.Array
     esjd: jax.Array  # a·||s* − s||²
-    step_size: jax.Array  # the move's γ (its k is n_steps / 2; the energy is −lp / β)
+    step_size: jax.Array  # the move's γ (its k is n_steps / 2)
+    spin_energy: jax.Array  # E(s) after the move (= −lp / β; not HMC's "energy")
 
 
 class Proposal(NamedTuple):
@@ -173,7 +174,7 @@ def im_kernel(model, name: str = "im", k_max: int | None = None) -> Kernel:
         info = IMInfo(acceptance_rate=accept_prob, diverging=jnp.zeros((), bool),
                       n_grad=jnp.zeros((), jnp.int32), n_steps=2 * k,
                       sq_jump=jnp.sum((s1 - s0) ** 2), esjd=accept_prob * jump,
-                      step_size=jnp.asarray(gamma, dtype))
+                      step_size=jnp.asarray(gamma, dtype), spin_energy=-lp1 / beta)
         return IMState(s1, lp1, state.logdensity_grad, h1), info
 
     def make_knobs(d: int, k=1, gamma=0.0) -> IMKnobs:
