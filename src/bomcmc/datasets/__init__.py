@@ -79,6 +79,15 @@ def girolami_logreg(name: str) -> tuple[np.ndarray, np.ndarray]:
     return design, y
 
 
+def stochastic_volatility() -> tuple[np.ndarray, np.ndarray]:
+    """Girolami & Calderhead's simulated series (PROVENANCE.md §4): returns (y, true_x), 2000
+    observations and the latent log-volatilities that generated them (β = 0.65, σ = 0.15,
+    φ = 0.98)."""
+    _, arr = read_csv(data_path("stochastic_volatility", "girolami_sv_T2000.csv"),
+                      "girolami_sv_T2000.csv")
+    return arr[:, 1], arr[:, 2]
+
+
 ROBOT_ARM_NOISE_SD = 0.05  # MacKay's generating noise (PROVENANCE.md §1)
 
 

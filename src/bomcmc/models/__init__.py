@@ -21,6 +21,12 @@ def register(name: str, factory: Callable[[], Posterior], description: str) -> N
     _REGISTRY[name] = (factory, description)
 
 
+def _sv() -> Posterior:
+    from .stochastic_volatility import stochastic_volatility
+
+    return stochastic_volatility()
+
+
 def _spin_posterior(builder, *args) -> Posterior:
     from . import spins
 
@@ -86,6 +92,8 @@ register("gauss-100-corr", hard.gauss_100_corr, "100-d Gaussian, every correlati
 register("ridge-2d", hard.ridge_2d, "y ~ N(θ₁ + θ₂, 1): only the sum is identified (exact)")
 register("funnel-10", hard.funnel, "Neal's funnel, v ~ N(0, 9), x | v ~ N(0, e^v), d = 10")
 
+register("sv-2000", _sv, "stochastic volatility, T = 2000 (Girolami & Calderhead's "
+         "simulated returns): latent path and (log β, log σ, atanh φ), 2003 dimensions")
 register("ising-60x60", partial(_spin_posterior, "ising_grid", 60),
          "Ising ferromagnet, periodic 60 × 60, β = 1/2.27, zero magnetisation (any L: ising-LxL)")
 register("spinglass-9x9x9", partial(_spin_posterior, "spin_glass", 9),
