@@ -52,11 +52,12 @@ def block_h(lp: np.ndarray) -> float:
                           for i in range(n)]))
 
 
-def one_trial(posterior: str, sampler: str, seed: int, warmup: int, draws: int) -> dict:
+def one_trial(posterior: str, sampler: str, seed: int, warmup: int, draws: int,
+              **options) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # per-spin ESS warnings: the energy is what we read
         res = bomcmc.sample(posterior=posterior, sampler=sampler, chains=1, draws=draws,
-                            warmup=warmup, seed=seed, progress=False)
+                            warmup=warmup, seed=seed, progress=False, **options)
     stats = res.idata.sample_stats
     lp = np.asarray(stats.lp)[0]
     ess = float(az.ess(lp[None, :], method="bulk"))
@@ -165,6 +166,8 @@ def main(argv=None) -> int:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=3000)
     ap.add_argument("--draws", type=int, default=10000)
+    ap.add_argument("--temperature", type=float, default=None,
+                    help="IMBayesOpt's SIR temperature T (weights exp(μ/T); default 0.1)")
     ap.add_argument("--out", required=True, help="results JSON")
     ap.add_argument("--plots", default=None, metavar="DIR")
     ap.add_argument("--from-json", action="store_true",
@@ -179,13 +182,16 @@ def main(argv=None) -> int:
         result = {"model": args.model, "beta": model.beta, "trials": args.trials,
                   "warmup": args.warmup, "draws": args.draws, "n_spins": model.n,
                   "n_flipped": model.n_flipped, "box": model.box(),
-                  "expert": model.expert, "methods": {}, "complete": False}
+                  "expert": model.expert, "temperature": args.temperature, "methods": {},
+                  "complete": False}
         t0 = time.time()
         for name in args.methods.split(","):
             trials = []
             for seed in range(args.trials):
+                opts = ({"temperature": args.temperature}
+                        if name == "IMBayesOpt" and args.temperature is not None else {})
                 trials.append(one_trial(args.model, METHODS[name], seed, args.warmup,
-                                        args.draws))
+                                        args.draws, **opts))
                 print(f"{args.model} {name} trial {seed}: h {trials[-1]['h']:.3f}, ESS/s "
                       f"{trials[-1]['ess_per_s']:.2f}, {time.time() - t0:.0f} s", flush=True)
             result["methods"][name] = {"trials": trials, "summary": summarize(trials)}

@@ -138,6 +138,7 @@ def test_uniform_and_expert_policies():
     (dict(posterior="ising-4x4", sampler="im_bayesopt", warmup=0), "needs warmup >= 1"),
     (dict(posterior="ising-4x4", sampler="im_bayesopt", k_bounds=(0, 3)), "k_bounds"),
     (dict(posterior="ising-4x4", sampler="im_bayesopt", policy_size=0), "policy_size"),
+    (dict(posterior="ising-4x4", sampler="im_bayesopt", reward="nope"), "unknown reward"),
 ])
 def test_one_line_errors(kw, match):
     with pytest.raises(BomcmcError, match=match):

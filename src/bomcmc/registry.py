@@ -106,7 +106,7 @@ SAMPLERS: dict[str, Sampler] = {
 # ---------------------------------------------------------------------------------------
 # Samplers for spin posteriors (models/spins.py), built for the posterior's model
 # ---------------------------------------------------------------------------------------
-IM_TUNER_OPTIONS = ("k_bounds", "gamma_bounds")
+IM_TUNER_OPTIONS = ("k_bounds", "gamma_bounds", "reward")
 IM_BAYESOPT_OPTIONS = IM_TUNER_OPTIONS + ("bo_steps", "policy_size", "temperature")
 
 

@@ -122,7 +122,7 @@ class IMBanditTuner(GPBanditTuner):
         return min(chunk_size, BO_STEP_DRAWS)
 
     def observe(self, chunk: dict) -> dict:
-        reward = float(self.reward_fn(chunk))
+        reward = float(self.reward_fn({**chunk, "num_steps": self.k, "step_size": self.gamma}))
         p = float(self.schedule(self.i))
         if math.isfinite(reward):
             self.gp.add(self.point, reward)
