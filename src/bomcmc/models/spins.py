@@ -28,6 +28,9 @@ from ..errors import BomcmcError
 from ..posterior import Posterior
 
 
+MAX_SIDE_2D, MAX_SIDE_3D, MAX_HIDDEN = 1000, 100, 10_000  # a million spins at most
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class SpinModel:
     neighbors: np.ndarray  # (N, D) int32, padded with N
@@ -117,8 +120,8 @@ def from_pairs(n: int, pairs, weights, fields=None, beta: float = 1.0,
 
 def ising_grid(side: int, beta: float = 1 / 2.27, coupling: float = 1.0) -> SpinModel:
     """The ferromagnet on a periodic side × side grid at zero magnetisation (n = N/2)."""
-    if side < 3:
-        raise BomcmcError("the periodic grid needs side >= 3")
+    if not 3 <= side <= MAX_SIDE_2D:
+        raise BomcmcError(f"the periodic grid needs 3 <= side <= {MAX_SIDE_2D}, got {side}")
     idx = np.arange(side * side).reshape(side, side)
     pairs = np.concatenate([np.stack([idx.ravel(), np.roll(idx, -1, 0).ravel()], 1),
                             np.stack([idx.ravel(), np.roll(idx, -1, 1).ravel()], 1)])
@@ -155,8 +158,8 @@ def spin_glass(side: int = 9, seed: int = 2012, beta: float = 1.0) -> SpinModel:
     are ±1 with probability ½ each from NumPy's generator seeded with `seed`: the coupling
     file of Mahendran et al.'s 9 × 9 × 9 experiment is not available, so this is a sample
     of the same ensemble, not their instance (docs/spins.md)."""
-    if side < 3:
-        raise BomcmcError("the periodic lattice needs side >= 3")
+    if not 3 <= side <= MAX_SIDE_3D:
+        raise BomcmcError(f"the periodic lattice needs 3 <= side <= {MAX_SIDE_3D}, got {side}")
     idx = np.arange(side**3).reshape(side, side, side)
     pairs = np.concatenate([np.stack([idx.ravel(), np.roll(idx, -1, a).ravel()], 1)
                             for a in range(3)])
@@ -176,6 +179,8 @@ def rbm_digits(n_hidden: int = 100, seed: int = 0, beta: float = 1.0) -> SpinMod
     scikit-learn ships, pixels binarised at half intensity, in spin form (64 + n_hidden
     spins). It stands in for Mahendran et al.'s 784 × 500 MNIST RBM, whose weights are not
     available (docs/spins.md)."""
+    if not 1 <= int(n_hidden) <= MAX_HIDDEN:
+        raise BomcmcError(f"the RBM needs 1 <= n_hidden <= {MAX_HIDDEN}, got {n_hidden}")
     from sklearn.datasets import load_digits
     from sklearn.neural_network import BernoulliRBM
 

@@ -59,7 +59,8 @@ def check_box(k_bounds, gamma_bounds) -> tuple[tuple[int, int], tuple[float, flo
         g_lo, g_hi = (float(v) for v in gamma_bounds)
     except (TypeError, ValueError):
         raise BomcmcError("k_bounds and gamma_bounds must be pairs of numbers") from None
-    if not (k_lo == int(k_lo) and k_hi == int(k_hi) and 1 <= k_lo <= k_hi):
+    if not (math.isfinite(k_lo) and math.isfinite(k_hi) and k_lo == int(k_lo)
+            and k_hi == int(k_hi) and 1 <= k_lo <= k_hi):
         raise BomcmcError(f"k_bounds must be integers 1 <= lo <= hi, got {tuple(k_bounds)}")
     if not (math.isfinite(g_hi) and 0 <= g_lo <= g_hi):
         raise BomcmcError(f"gamma_bounds must satisfy 0 <= lo <= hi < inf, got "
