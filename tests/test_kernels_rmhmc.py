@@ -184,13 +184,13 @@ def _agree(res, ref):
     ("rmhmc", dict(step_size=0.5, steps=6, warmup=200, init_strategy="init")),
     ("armhmc", dict(warmup=1000)),  # the bandit, from dispersed starts
 ])
-@pytest.mark.parametrize("seed", [0, 1])
-def test_rmhmc_and_armhmc_agree_with_nuts_on_logistic_regression(nuts_heart, sampler, kw,
-                                                                 seed):
+def test_rmhmc_and_armhmc_agree_with_nuts_on_logistic_regression(nuts_heart, sampler, kw):
     """Means within the Bonferroni bound of 14 comparisons (4.1) in the two runs' MCSEs,
     sds within 10 %. Measured over seeds 0-2: rmhmc |z| 1.67-2.07, sd error 3.2-5.3 %,
     fixed points unconverged (relative change > 1e-3) in 1.3-1.7 % of transitions; armhmc
-    |z| 1.94-3.02, sd error 3.0-4.5 %."""
+    |z| 1.94-3.02, sd error 3.0-4.5 %. Seed 0 runs here; all five data sets over three seeds
+    in experiments/rmhmc_logistic.py (docs/rmhmc.md)."""
+    seed = 0
     res = bomcmc.sample(sampler=sampler, seed=seed, **BLR, **kw)
     z, sd_err = _agree(res, nuts_heart)
     assert z < bonferroni_sigma(14) and sd_err < 0.10, (z, sd_err)
