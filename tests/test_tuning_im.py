@@ -143,3 +143,20 @@ def test_uniform_and_expert_policies():
 def test_one_line_errors(kw, match):
     with pytest.raises(BomcmcError, match=match):
         bomcmc.sample(chains=1, draws=10, progress=False, **kw)
+
+
+def test_the_learned_surface_is_described_and_plotted(bo_run, tmp_path):
+    from bomcmc.diagnostics import spin_plots
+
+    _, res = bo_run
+    state = spin_plots.im_state(res)
+    line = spin_plots.describe_im_tuning(state)
+    assert line.startswith("tuner (im_bayesopt): 15 rewards, best ")
+    assert "frozen policy of 200 settings" in line
+    path = spin_plots.plot_im_surface(res, tmp_path / "surface.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    plain = bomcmc.sample(posterior="ising-4x4", sampler="im", k=2, chains=1, draws=50,
+                          warmup=0, progress=False)
+    assert spin_plots.im_state(plain) is None
+    with pytest.raises(ValueError, match="no IM tuning"):
+        spin_plots.plot_im_surface(plain, tmp_path / "none.png")

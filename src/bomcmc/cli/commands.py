@@ -71,7 +71,7 @@ def _report(result, run_dir: Path, args, summary: dict | None = None) -> None:
     var_names = _check_vars(result.idata, getattr(args, "var", None))
     import warnings
 
-    from ..diagnostics import format_table
+    from ..diagnostics import format_table, spin_plots
     from ..tuning.history import summarize_tuning
 
     # ArviZ and numpy warn (0/0 in R-hat, constant chains, ...) where the table shows nan:
@@ -91,6 +91,8 @@ def _report(result, run_dir: Path, args, summary: dict | None = None) -> None:
             print(format_table(summary))
             if tuning is not None:
                 print(_format_tuning(tuning))
+            elif spin_plots.im_state(result.idata) is not None:
+                print(spin_plots.describe_im_tuning(spin_plots.im_state(result.idata)))
         sys.stdout.flush()
         for msg in summary.get("warnings") or []:
             print(f"bomcmc: warning: {msg}", file=sys.stderr)
@@ -114,7 +116,7 @@ def _check_vars(idata, names):
 
 
 def _write_plots(idata, run_dir: Path, tuned: bool, var_names) -> None:
-    from ..diagnostics import plots
+    from ..diagnostics import plots, spin_plots
 
     shown = idata
     if var_names:
@@ -129,6 +131,8 @@ def _write_plots(idata, run_dir: Path, tuned: bool, var_names) -> None:
     if tuned:
         jobs += [(plots.plot_reward_surface, idata, "reward_surface.png"),
                  (plots.plot_reward_slice, idata, "reward_slice.png")]
+    elif spin_plots.im_state(idata) is not None:
+        jobs.append((spin_plots.plot_im_surface, idata, "reward_surface.png"))
     for fn, data, name in jobs:
         try:
             fn(data, run_dir / name)

@@ -1,0 +1,75 @@
+"""The learned objective of a tuned Intracluster-Move run (Mahendran 2011 Figs 4.3, 4.6,
+4.9): the GP mean of h over (γ, k), the settings tried, and the frozen SIR policy's settings
+for IMBayesOpt.
+
+    im_state(idata) -> dict | None             the IM tuner's final state, if the run has one
+    describe_im_tuning(state) -> str           one line for the command line's summary
+    plot_im_surface(idata, "reward_surface.png")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+IM_TUNERS = ("im_bayesopt", "im_bandit")
+
+
+def im_state(idata) -> dict | None:
+    """The final state of an IM tuner (`tuning/im_tuner.py`) from a run's `tuning` group."""
+    idata = getattr(idata, "idata", idata)
+    if not hasattr(idata, "groups") or "tuning" not in idata.groups():
+        return None
+    state = json.loads(idata.tuning.attrs.get("tuner_state", "{}"))
+    if state.get("name") not in IM_TUNERS or not state.get("gp"):
+        return None
+    return state
+
+
+def describe_im_tuning(state: dict) -> str:
+    """The tuner, its rewards observed, the best of them and where, and the policy."""
+    X = np.asarray(state["gp"]["X"], dtype=float)
+    means = np.asarray(state["gp"]["sums"], dtype=float) / np.asarray(state["gp"]["counts"])
+    best = int(np.argmax(means))
+    line = (f"tuner ({state['name']}): {int(np.sum(state['gp']['counts']))} rewards, best "
+            f"{means[best]:.3g} at γ={X[best, 0]:.3g}, k={int(X[best, 1])}")
+    policy = state.get("policy")
+    if policy:
+        line += (f"; frozen policy of {len(policy['k'])} settings ({policy['n_unique']} "
+                 f"distinct), mean γ={np.mean(policy['gamma']):.3g}, mean k="
+                 f"{np.mean(policy['k']):.3g}")
+    return line
+
+
+def plot_im_surface(idata, path: str | os.PathLike) -> Path:
+    from ..tuning.im_tuner import gp_mean_surface
+    from .plots import _attrs, _names, _pyplot
+
+    idata = getattr(idata, "idata", idata)
+    state = im_state(idata)
+    if state is None:
+        raise ValueError("no IM tuning recorded in this run (sampler 'im_bayesopt' or "
+                         "'im_bandit' records one)")
+    gammas, ks, mu = gp_mean_surface(state)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    try:
+        mesh = ax.pcolormesh(gammas, ks, mu, shading="auto", cmap="viridis")
+        fig.colorbar(mesh, ax=ax, label="GP mean of the reward")
+        X = np.asarray(state["gp"]["X"], dtype=float)
+        ax.plot(X[:, 0], X[:, 1], "w.", ms=4, label="settings tried")
+        policy = state.get("policy")
+        if policy:
+            ax.plot(policy["gamma"], policy["k"], "r+", ms=5, alpha=0.4,
+                    label=f"policy ({policy['n_unique']} distinct of {len(policy['k'])})")
+        ax.set(xlabel="γ", ylabel="k",
+               title=" | ".join(["learned reward surface"] + _names(_attrs(idata))))
+        ax.legend(loc="upper right", fontsize=8)
+        path = Path(path)
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return path
