@@ -6,7 +6,11 @@ Gibbs-within-HMC on a small network, and a resumed run, recorded with
 architecture refactor reproduced the draws recorded before it bit for bit; ahmc's were
 recorded again when its defaults changed on purpose (dense metric, divergence-aware reward:
 docs/tuning.md, "Robust defaults"). Another CPU may round the last bits differently, so this
-test allows 1e-10.
+test allows 1e-10; for the samplers whose knobs a host-side tuner chooses (ahmc, two_phase)
+1e-7, because the tuner's DIRECT and L-BFGS-B searches and the GP's Cholesky factors run on
+the CPU's BLAS and pass its rounding on to ε: on a second machine, ahmc's draws differed from
+the golden ones by up to 2.3e-10 and its energy errors by 1.6e-9, the recorded tree's too. A
+refactor that changes a draw changes it by far more (test_a_changed_draw_is_caught).
 """
 
 import importlib.util
@@ -30,7 +34,7 @@ def _golden_module():
 
 def test_short_runs_reproduce_the_golden_draws():
     golden = dict(np.load(ROOT / "tests" / "data" / "golden_draws_short.npz"))
-    problems = _golden_module().compare(golden, short=True, rtol=1e-10)
+    problems = _golden_module().compare(golden, short=True, rtol=1e-10, tuned_rtol=1e-7)
     assert not problems, "\n".join(problems)
 
 

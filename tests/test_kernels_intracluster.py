@@ -155,7 +155,7 @@ def _bad_step(model):
                          state.logdensity - jnp.where(ok, model.beta * prop.delta_energy, 0.0),
                          state.logdensity_grad, jnp.where(ok, prop.h_eff[:-1], state.h_eff))
         _, info = good.step(key, state, logdensity_fn, knobs)
-        return new, info
+        return new, info._replace(spin_energy=-new.logdensity / model.beta)
 
     return good._replace(name="im_no_reverse", step=step)
 
