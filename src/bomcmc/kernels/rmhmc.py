@@ -86,8 +86,12 @@ def make_point(position, logdensity_fn, metric_fn, logp_and_grad=None) -> Point:
     if logp_and_grad is None:
         logp_and_grad = jax.value_and_grad(logdensity_fn)(position)
     logp, grad = logp_and_grad
-    chol = jnp.linalg.cholesky(metric_fn(position))
-    ld_grad = jax.grad(lambda x: _half_logdet(jnp.linalg.cholesky(metric_fn(x))))(position)
+
+    def half_logdet(x):  # G and its Cholesky factor once, for the value and the gradient
+        chol = jnp.linalg.cholesky(metric_fn(x))
+        return _half_logdet(chol), chol
+
+    (_, chol), ld_grad = jax.value_and_grad(half_logdet, has_aux=True)(position)
     return Point(position, logp, grad, ld_grad, chol)
 
 
