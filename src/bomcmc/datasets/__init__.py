@@ -88,6 +88,16 @@ def stochastic_volatility() -> tuple[np.ndarray, np.ndarray]:
     return arr[:, 1], arr[:, 2]
 
 
+def log_gaussian_cox() -> tuple[np.ndarray, np.ndarray]:
+    """Girolami & Calderhead's simulated 64 × 64 Cox process (PROVENANCE.md §5): returns
+    (counts, true_x), each (64, 64) with [i, j] the grid cell in row i, column j."""
+    _, arr = read_csv(data_path("log_gaussian_cox", "girolami_lgc_64x64.csv"),
+                      "girolami_lgc_64x64.csv")
+    order = np.argsort(arr[:, 0])  # MATLAB's column-major linear index, 1-based
+    true_x, counts = arr[order, 1], arr[order, 2]
+    return counts.reshape(64, 64, order="F"), true_x.reshape(64, 64, order="F")
+
+
 ROBOT_ARM_NOISE_SD = 0.05  # MacKay's generating noise (PROVENANCE.md §1)
 
 

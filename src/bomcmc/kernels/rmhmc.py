@@ -24,7 +24,7 @@ fixed-point iteration; G itself is factorised once per point).
 Knobs are `hmc`'s: ε, L, random L_r ~ U{1..L}; all runtime values, so changing them never
 recompiles. A constant metric makes the log-determinant cancel and the scheme ordinary
 leapfrog with mass matrix G: `kernel_for_metric` then returns `hmc` with the dense inverse
-mass G⁻¹ (the same draws as `hmc` with that mass matrix).
+mass G⁻¹ (the same draws as `hmc` with that mass matrix); a diagonal one, a diagonal mass.
 """
 
 from __future__ import annotations
@@ -207,21 +207,31 @@ def rmhmc_kernel(metric_fn: Callable, name: str = "rmhmc", tol: float = FIXED_PO
 
 
 def kernel_for_metric(metric, name: str = "rmhmc") -> Kernel:
-    """RMHMC for a callable metric; for a constant (D, D) matrix G, `hmc` with the dense
-    inverse mass G⁻¹ as its default (the generalised leapfrog is then ordinary leapfrog)."""
+    """RMHMC for a callable metric. For a constant metric, `hmc` with inverse mass G⁻¹ as its
+    default (the generalised leapfrog is then ordinary leapfrog): a (D, D) matrix G gives a
+    dense mass, a (D,) vector a diagonal G and a diagonal mass (no D × D array is formed)."""
     if callable(metric):
         return rmhmc_kernel(metric, name=name)
     G = np.asarray(metric, dtype=float)
-    if G.ndim != 2 or G.shape[0] != G.shape[1] or not np.allclose(G, G.T):
-        raise BomcmcError("a constant metric must be a symmetric (D, D) matrix")
-    try:
-        np.linalg.cholesky(G)
-    except np.linalg.LinAlgError:
-        raise BomcmcError("the metric is not positive definite") from None
-    inv_mass = np.linalg.inv(G)
+    if G.ndim == 1:
+        if not np.all(np.isfinite(G)) or not np.all(G > 0):
+            raise BomcmcError("a diagonal metric must be finite and positive")
+        inv_mass = 1.0 / G
+    elif G.ndim == 2 and G.shape[0] == G.shape[1] and np.allclose(G, G.T):
+        try:
+            np.linalg.cholesky(G)
+        except np.linalg.LinAlgError:
+            raise BomcmcError("the metric is not positive definite") from None
+        inv_mass = np.linalg.inv(G)
+    else:
+        raise BomcmcError("a constant metric must be a symmetric (D, D) matrix or a (D,) "
+                          "diagonal")
 
     def make_knobs(dim: int, step_size: float = 0.1, steps: int = 10,
                    random_steps: bool = True):
+        if inv_mass.shape[0] != dim:
+            raise BomcmcError(f"the metric is for {inv_mass.shape[0]} dimensions, the "
+                              f"posterior has {dim}")
         return hmc.default_knobs(dim, step_size=step_size, steps=steps,
                                  random_steps=random_steps, inverse_mass_matrix=inv_mass)
 

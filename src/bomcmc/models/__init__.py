@@ -27,6 +27,12 @@ def _sv() -> Posterior:
     return stochastic_volatility()
 
 
+def _lgcp(n: int = 64) -> Posterior:
+    from .log_gaussian_cox import log_gaussian_cox
+
+    return log_gaussian_cox(n)
+
+
 def _spin_posterior(builder, *args) -> Posterior:
     from . import spins
 
@@ -39,6 +45,7 @@ _FAMILIES: list[tuple[str, Callable[..., Posterior]]] = [
     (r"ising-([1-9]\d*)x\1", partial(_spin_posterior, "ising_grid")),
     (r"spinglass-([1-9]\d*)x\1x\1", partial(_spin_posterior, "spin_glass")),
     (r"rbm-digits-([1-9]\d*)", partial(_spin_posterior, "rbm_digits")),
+    (r"lgcp-([1-9]\d*)", _lgcp),
 ]
 
 
@@ -94,6 +101,8 @@ register("funnel-10", hard.funnel, "Neal's funnel, v ~ N(0, 9), x | v ~ N(0, e^v
 
 register("sv-2000", _sv, "stochastic volatility, T = 2000 (Girolami & Calderhead's "
          "simulated returns): latent path and (log β, log σ, atanh φ), 2003 dimensions")
+register("lgcp-64", _lgcp, "log-Gaussian Cox process, 64 × 64 grid (Girolami & Calderhead's "
+         "simulated counts): the latent field, 4096 dimensions (any N ≤ 80: lgcp-N)")
 register("ising-60x60", partial(_spin_posterior, "ising_grid", 60),
          "Ising ferromagnet, periodic 60 × 60, β = 1/2.27, zero magnetisation (any L: ising-LxL)")
 register("spinglass-9x9x9", partial(_spin_posterior, "spin_glass", 9),

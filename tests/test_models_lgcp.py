@@ -1,0 +1,95 @@
+"""The log-Gaussian Cox process (models/log_gaussian_cox.py): which covariance generated the
+shipped data, the log density in the prior's eigenbasis against a direct SciPy computation in x,
+its gradient against finite differences, the constant metric against Girolami & Calderhead's
+dense formula, and RMHMC's reduction to HMC with that diagonal mass."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import linalg, stats
+
+import bomcmc
+from bomcmc import models
+from bomcmc.datasets import log_gaussian_cox as data
+from bomcmc.errors import BomcmcError
+from bomcmc.models import log_gaussian_cox as lgcp
+
+
+def _whitened_mean_square(x, cov):
+    chol = linalg.cholesky(cov + 1e-10 * np.eye(len(cov)), lower=True)
+    r = linalg.solve_triangular(chol, x - lgcp.MEAN, lower=True)
+    return float(r @ r / len(r))
+
+
+def test_the_data_were_generated_with_unit_square_distances():
+    """Under the covariance that generated it, the field's whitened residual has mean square
+    near 1 (a χ²₄₀₉₆/4096 has sd 0.022); under the other formula it is far from 1."""
+    counts, true_x = data()
+    assert counts.shape == (64, 64) and counts.sum() == 421
+    x = true_x.ravel()  # row-major, as lgcp.covariance orders the cells
+    code = _whitened_mean_square(x, lgcp.covariance(64))
+    s = np.arange(64.0)
+    ii, jj = np.meshgrid(s, s, indexing="ij")
+    pts = np.stack([ii.ravel(), jj.ravel()], 1)
+    index_dist = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    quoted = _whitened_mean_square(x, lgcp.SIGMA2 * np.exp(-index_dist / (64 * lgcp.BETA)))
+    assert abs(code - 1.0) < 5 * 0.022, code  # measured 1.016
+    assert abs(quoted - 1.0) > 0.5, quoted  # measured 0.124
+
+
+def test_log_density_matches_a_direct_computation_in_x_up_to_a_constant():
+    post = lgcp.log_gaussian_cox(6)
+    Q, y = post.meta["eigenvectors"], post.meta["counts"].ravel()
+    cov = lgcp.covariance(6)
+    rng = np.random.default_rng(0)
+    diffs = []
+    for _ in range(3):
+        v = rng.normal(size=36) * np.sqrt(post.meta["eigenvalues"])
+        x = lgcp.MEAN + Q @ v
+        direct = (stats.multivariate_normal.logpdf(x, np.full(36, lgcp.MEAN), cov)
+                  + stats.poisson.logpmf(y, np.exp(x) / 36).sum())
+        diffs.append(float(post.logdensity_fn({"v": jnp.asarray(v)})) - direct)
+    assert np.ptp(diffs) < 1e-8, diffs
+    drawn = post.constrain({"v": jnp.asarray(v)})["x"]
+    np.testing.assert_allclose(np.asarray(drawn).ravel(), x, rtol=1e-12)
+
+
+def test_gradient_matches_finite_differences():
+    post = lgcp.log_gaussian_cox(7)
+    rng = np.random.default_rng(1)
+    v = jnp.asarray(rng.normal(size=49) * np.sqrt(post.meta["eigenvalues"]))
+    grad = jax.grad(lambda u: post.logdensity_fn({"v": u}))(v)
+    h = 1e-6
+    for k in (0, 20, 48):
+        e = jnp.zeros(49).at[k].set(h)
+        fd = (post.logdensity_fn({"v": v + e}) - post.logdensity_fn({"v": v - e})) / (2 * h)
+        assert float(grad[k]) == pytest.approx(float(fd), rel=1e-5, abs=1e-6), k
+
+
+def test_the_metric_is_girolami_and_calderheads_in_the_eigenbasis():
+    """Qᵀ (Σ⁻¹ + diag(m e^{μ + Σ_aa})) Q is the diagonal the posterior carries."""
+    post = lgcp.log_gaussian_cox(5)
+    cov = lgcp.covariance(5)
+    dense = np.linalg.inv(cov) + np.diag(np.exp(lgcp.MEAN + np.diag(cov)) / 25)
+    Q = post.meta["eigenvectors"]
+    np.testing.assert_allclose(Q.T @ dense @ Q, np.diag(post.meta["metric_fn"]), atol=1e-8)
+
+
+@pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")  # 20 draws: short on purpose
+def test_rmhmc_is_hmc_with_the_metrics_diagonal_mass():
+    post = lgcp.log_gaussian_cox(4)
+    run = dict(posterior=post, chains=2, warmup=0, draws=20, seed=3, progress=False,
+               float64=True, step_size=0.3, steps=5)
+    a = bomcmc.sample(sampler="rmhmc", **run)
+    b = bomcmc.sample(sampler="hmc", random_steps=True,
+                      inverse_mass_matrix=1.0 / np.asarray(post.meta["metric_fn"]), **run)
+    np.testing.assert_array_equal(np.asarray(a.idata.posterior["x"]),
+                                  np.asarray(b.idata.posterior["x"]))
+
+
+def test_the_family_and_its_limits():
+    assert models.is_builtin("lgcp-64") and models.is_builtin("lgcp-12")
+    assert models.get("lgcp-3").meta["n"] == 3
+    with pytest.raises(BomcmcError, match="between 2 and"):
+        models.get("lgcp-500")
