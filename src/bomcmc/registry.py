@@ -25,10 +25,14 @@ posterior's model when a run starts (`Sampler.build`):
     kawasaki     Kawasaki dynamics (IM with k = 1, γ = 0)
 
 and for posteriors that carry a Riemannian metric (`Posterior.meta["metric_fn"]`, the flat
-vector's G(θ); the logistic regressions have the Fisher metric):
+vector's G(θ), a callable or a constant (D, D) or (D,) array: the logistic regressions have
+the Fisher metric, `lgcp-*` a constant diagonal one), or a blocked one
+(`meta["rmhmc_blocks"]`: latent and parameter blocks with their metrics, as `sv-*`):
 
-    rmhmc        Riemann-manifold HMC, the generalised leapfrog (Girolami & Calderhead 2011)
-    armhmc       rmhmc with (ε, L) tuned by the GP bandit (Wang, Mohamed & de Freitas 2013)
+    rmhmc        Riemann-manifold HMC, the generalised leapfrog (Girolami & Calderhead 2011);
+                 for blocks, their Gibbs sweep (`kernels/blocked_rmhmc.py`)
+    armhmc       rmhmc with (ε, L) tuned by the GP bandit (Wang, Mohamed & de Freitas 2013);
+                 for blocks, the latent block's (ε, L)
 
 Samplers built for one model (Neal's Gibbs-within-HMC and its relatives for a network) are
 `Sampler` objects too, made by `bomcmc.bnn.samplers`, and passed as `sampler=`.
@@ -43,7 +47,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import BomcmcError
-from .kernels import ahmc, hmc, hmc_mixture, intracluster, nuts, nuts_machine, rmhmc, rwm
+from .kernels import (ahmc, blocked_rmhmc, hmc, hmc_mixture, intracluster, nuts, nuts_machine,
+                      rmhmc, rwm)
 from .kernels.base import Kernel
 from .tuning import ahmc_tuner, block_bandit, im_tuner, two_phase
 
@@ -200,18 +205,28 @@ ARMHMC_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "acquisition", "schedu
                   "bo_steps", "start")
 
 
+def _rmhmc_kernel(posterior, sampler: str) -> Kernel:
+    """The posterior's blocked RMHMC if it has blocks, else RMHMC on its metric."""
+    blocks = (getattr(posterior, "meta", None) or {}).get("rmhmc_blocks")
+    if blocks is not None:
+        return blocked_rmhmc.blocked_rmhmc_kernel(
+            blocks["latent"], blocks["parameters"], blocks["latent_metric"],
+            blocks["parameter_metric"], name=sampler)
+    return rmhmc.kernel_for_metric(_metric(posterior, sampler), name=sampler)
+
+
 def _metric(posterior, sampler: str):
     metric_fn = (getattr(posterior, "meta", None) or {}).get("metric_fn")
     if metric_fn is None:
         name = getattr(posterior, "name", "this posterior")
         raise BomcmcError(f"sampler '{sampler}' needs a Riemannian metric: '{name}' has none "
                           "(give it as Posterior(..., meta={'metric_fn': G}), G(θ) of the flat "
-                          "vector; the logistic-* posteriors have one)")
+                          "vector; the logistic-*, lgcp-* and sv-* posteriors have one)")
     return metric_fn
 
 
 def _rmhmc_sampler(kind: str, posterior) -> "Sampler":
-    kernel = rmhmc.kernel_for_metric(_metric(posterior, kind), name=kind)
+    kernel = _rmhmc_kernel(posterior, kind)
     if kind == "rmhmc":
         return Sampler(kernel, name=kind)
     return Sampler(kernel, make_tuner=_make_block_bandit, tuner_options=ARMHMC_OPTIONS,

@@ -223,6 +223,7 @@ def kernel_for_metric(metric, name: str = "rmhmc") -> Kernel:
         except np.linalg.LinAlgError:
             raise BomcmcError("the metric is not positive definite") from None
         inv_mass = np.linalg.inv(G)
+        inv_mass = 0.5 * (inv_mass + inv_mass.T)  # symmetric to the last bit
     else:
         raise BomcmcError("a constant metric must be a symmetric (D, D) matrix or a (D,) "
                           "diagonal")

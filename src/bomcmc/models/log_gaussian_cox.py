@@ -49,7 +49,9 @@ def covariance(n: int, sigma2: float = SIGMA2, beta: float = BETA) -> np.ndarray
 
 
 def fisher_shift(n: int, sigma2: float = SIGMA2, mean: float = MEAN) -> float:
-    """m e^{μ + Σ_aa}: the expected Fisher information of one cell's count."""
+    """m e^{μ + Σ_aa}, the diagonal Girolami & Calderhead add to Σ⁻¹ in their metric. (The
+    prior expectation of a count's Fisher information m eˣ is m e^{μ + Σ_aa/2}; any constant
+    positive-definite metric leaves the sampler exact, and theirs is kept for comparison.)"""
     return float(np.exp(mean + sigma2) / n**2)
 
 

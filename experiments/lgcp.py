@@ -1,0 +1,196 @@
+"""Adaptive HMC and adaptive RMHMC on the 64 × 64 log-Gaussian Cox process: Wang, Mohamed &
+de Freitas (2013) §5.2, Figs 3–4 (docs/rmhmc.md, "Log-Gaussian Cox process").
+
+    python experiments/lgcp.py --side 64 --chains 4 --warmup 1000 --draws 2000 --seeds 0,1 \\
+        --out benchmarks/results/lgcp-64.json --plots docs/figures/lgcp
+
+Per (sampler, seed), one run of `--chains` vmapped chains in float64 from bomcmc's dispersed
+starts (the paper: 10 chains, 1000 burn-in, 5000 draws):
+- ahmc    the GP bandit over ε ∈ [0.001, 0.1] × L ∈ {1..500} (the paper's box), identity mass;
+- nuts    Stan's warm-up and multinomial NUTS;
+- rmhmc   Girolami & Calderhead's setting, ε = 0.1, L_r ~ U{1..30}, with their constant metric;
+- armhmc  the GP bandit over ε ∈ [0.01, 1] × L ∈ {1..60} (the paper's box) on that metric.
+The metric is constant, so rmhmc and armhmc are HMC with the metric's diagonal mass in the
+posterior's coordinates (the prior's eigenbasis; models/log_gaussian_cox.py).
+
+Recorded for the field x (4096 cells): ArviZ's bulk ESS, min / median / max, per gradient of the
+sampling phase, per gradient with the warm-up's, per second of sampling and per second end to
+end (compilation included); acceptance; and agreement with a long NUTS reference run (seed
+1000, `--ref-draws` draws per chain): the largest |z| of the cell means in both runs' MCSEs,
+the share of cells with |z| > 4, and the share whose sd is more than 10 % from the reference's.
+The plots are Fig. 3 (ESS per gradient, adaptive against its baseline) and Fig. 4 (the true
+field and the counts beside the posterior mean and variance fields of ahmc and NUTS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+
+import bomcmc
+from bomcmc import models
+
+SETTINGS = {
+    "ahmc": dict(eps_bounds=(0.001, 0.1), steps_bounds=(1, 500)),
+    "nuts": dict(),
+    "rmhmc": dict(step_size=0.1, steps=30, random_steps=True),
+    "armhmc": dict(eps_bounds=(0.01, 1.0), steps_bounds=(1, 60)),
+}
+PAIRS = (("ahmc", "nuts"), ("armhmc", "rmhmc"))  # Fig. 3: adaptive against baseline
+
+
+def ess_figures(res) -> dict:
+    ess = np.asarray(az.ess(res.idata.posterior["x"], method="bulk")["x"]).ravel()
+    t = res.totals
+    out = {"ess_min": float(ess.min()), "ess_median": float(np.median(ess)),
+           "ess_max": float(ess.max()), "n_grad": t["n_grad"],
+           "n_grad_warmup": t["n_grad_warmup"], "wall_s": t["wall_s"],
+           "wall_s_total": t["wall_s_total"], "accept": t["accept_mean"],
+           "divergences": t["divergences"]}
+    for k in ("min", "median", "max"):
+        out[f"per_grad_{k}"] = out[f"ess_{k}"] / t["n_grad"]
+        out[f"per_grad_all_{k}"] = out[f"ess_{k}"] / (t["n_grad"] + t["n_grad_warmup"])
+        out[f"per_s_{k}"] = out[f"ess_{k}"] / t["wall_s"]
+        out[f"per_s_total_{k}"] = out[f"ess_{k}"] / t["wall_s_total"]
+    return out
+
+
+def moments(res) -> dict:
+    x = res.idata.posterior["x"]
+    return {"mean": np.asarray(x.mean(("chain", "draw"))),
+            "var": np.asarray(x.var(("chain", "draw"))),
+            "mcse": np.asarray(az.mcse(x, method="mean")["x"])}
+
+
+def agreement(m: dict, ref: dict) -> dict:
+    z = np.abs(m["mean"] - ref["mean"]) / np.hypot(m["mcse"], ref["mcse"])
+    sd_rel = np.sqrt(m["var"] / ref["var"]) - 1.0
+    return {"max_abs_z": float(z.max()), "share_z_above_4": float(np.mean(z > 4)),
+            "share_sd_off_10pct": float(np.mean(np.abs(sd_rel) > 0.1)),
+            "max_abs_sd_rel": float(np.abs(sd_rel).max())}
+
+
+def plot_fields(true_x, counts, fields: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(fields)
+    fig, axes = plt.subplots(2, 1 + len(names), figsize=(3.2 * (1 + len(names)), 6.2))
+    lo = min(true_x.min(), *(f["mean"].min() for f in fields.values()))
+    hi = max(true_x.max(), *(f["mean"].max() for f in fields.values()))
+    vhi = max(f["var"].max() for f in fields.values())
+    axes[0, 0].imshow(true_x, vmin=lo, vmax=hi)
+    axes[0, 0].set_title("true field x")
+    axes[1, 0].imshow(counts, cmap="Greys")
+    axes[1, 0].set_title(f"counts ({int(counts.sum())})")
+    for j, name in enumerate(names, start=1):
+        axes[0, j].imshow(fields[name]["mean"].reshape(true_x.shape), vmin=lo, vmax=hi)
+        axes[0, j].set_title(f"{name}: posterior mean")
+        axes[1, j].imshow(fields[name]["var"].reshape(true_x.shape), vmin=0, vmax=vhi,
+                          cmap="magma")
+        axes[1, j].set_title(f"{name}: posterior variance")
+    for ax in axes.ravel():
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_scatter(runs: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(PAIRS), figsize=(5 * len(PAIRS), 4.6))
+    for ax, (adaptive, base) in zip(np.atleast_1d(axes), PAIRS):
+        for stat, marker in (("min", "v"), ("median", "o"), ("max", "^")):
+            for key, fill in (("per_grad", True), ("per_grad_all", False)):
+                xs, ys = [], []
+                for seed in sorted({r["seed"] for r in runs}):
+                    a = [r for r in runs if r["sampler"] == adaptive and r["seed"] == seed]
+                    b = [r for r in runs if r["sampler"] == base and r["seed"] == seed]
+                    if a and b:
+                        xs.append(a[0][f"{key}_{stat}"])  # as the paper: adaptive on x,
+                        ys.append(b[0][f"{key}_{stat}"])  # so below the diagonal is better
+                if xs:
+                    ax.scatter(xs, ys, marker=marker, facecolors=None if fill else "none",
+                               edgecolors="C0" if fill else "C1",
+                               label=f"{stat}{'' if fill else ', warm-up counted'}")
+        lim = ax.get_xlim()[0], ax.get_xlim()[1]
+        lo, hi = min(lim[0], ax.get_ylim()[0]), max(lim[1], ax.get_ylim()[1])
+        ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"{adaptive}: ESS per gradient")
+        ax.set_ylabel(f"{base}: ESS per gradient")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--side", type=int, default=64)
+    ap.add_argument("--samplers", default=",".join(SETTINGS))
+    ap.add_argument("--chains", type=int, default=4)
+    ap.add_argument("--warmup", type=int, default=1000)
+    ap.add_argument("--draws", type=int, default=2000)
+    ap.add_argument("--ref-draws", type=int, default=4000)
+    ap.add_argument("--seeds", default="0")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--plots", default=None)
+    args = ap.parse_args(argv)
+    post = models.get(f"lgcp-{args.side}")
+    t0 = time.time()
+    run = dict(posterior=post, chains=args.chains, float64=True, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref_res = bomcmc.sample(sampler="nuts", warmup=args.warmup, draws=args.ref_draws,
+                                seed=1000, **run)
+    ref = moments(ref_res)
+    print(f"reference: NUTS {args.chains} × {args.ref_draws}, min ESS "
+          f"{ess_figures(ref_res)['ess_min']:.0f}, {time.time() - t0:.0f} s", flush=True)
+    runs, fields = [], {}
+    for sampler in args.samplers.split(","):
+        for seed in map(int, args.seeds.split(",")):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                res = bomcmc.sample(sampler=sampler, warmup=args.warmup, draws=args.draws,
+                                    seed=seed, **run, **SETTINGS[sampler])
+            m = moments(res)
+            if seed == int(args.seeds.split(",")[0]):
+                fields[sampler] = m
+            row = {"sampler": sampler, "seed": seed, **ess_figures(res), **agreement(m, ref),
+                   "warnings": [str(w.message).split(":")[0] for w in caught
+                                if issubclass(w.category, bomcmc.SamplingWarning)]}
+            runs.append(row)
+            print(f"{sampler} seed {seed}: min ESS/grad {row['per_grad_min']:.2e} (with "
+                  f"warm-up {row['per_grad_all_min']:.2e}), min ESS/s {row['per_s_min']:.2f}, "
+                  f"max |z| {row['max_abs_z']:.2f}, sd off >10 % "
+                  f"{row['share_sd_off_10pct']:.3f}, {time.time() - t0:.0f} s", flush=True)
+    meta = {k: v for k, v in vars(args).items() if k != "out"}
+    Path(args.out).write_text(json.dumps(
+        {"meta": meta, "settings": SETTINGS, "reference": ess_figures(ref_res), "runs": runs},
+        indent=1, default=list))
+    if args.plots:
+        out = Path(args.plots)
+        out.mkdir(parents=True, exist_ok=True)
+        shown = {k: fields[k] for k in ("ahmc", "nuts", "armhmc") if k in fields}
+        plot_fields(post.meta["true_x"], post.meta["counts"], shown, out / "fields.png")
+        plot_scatter(runs, out / "ess_scatter.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
