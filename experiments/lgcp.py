@@ -30,11 +30,12 @@ import time
 import warnings
 from pathlib import Path
 
-import arviz as az
 import numpy as np
 
 import bomcmc
 from bomcmc import models
+
+from ess_tables import agreement, ess_figures, moments
 
 SETTINGS = {
     "ahmc": dict(eps_bounds=(0.001, 0.1), steps_bounds=(1, 500)),
@@ -42,38 +43,8 @@ SETTINGS = {
     "rmhmc": dict(step_size=0.1, steps=30, random_steps=True),
     "armhmc": dict(eps_bounds=(0.01, 1.0), steps_bounds=(1, 60)),
 }
+FIELD = ("x",)
 PAIRS = (("ahmc", "nuts"), ("armhmc", "rmhmc"))  # Fig. 3: adaptive against baseline
-
-
-def ess_figures(res) -> dict:
-    ess = np.asarray(az.ess(res.idata.posterior["x"], method="bulk")["x"]).ravel()
-    t = res.totals
-    out = {"ess_min": float(ess.min()), "ess_median": float(np.median(ess)),
-           "ess_max": float(ess.max()), "n_grad": t["n_grad"],
-           "n_grad_warmup": t["n_grad_warmup"], "wall_s": t["wall_s"],
-           "wall_s_total": t["wall_s_total"], "accept": t["accept_mean"],
-           "divergences": t["divergences"]}
-    for k in ("min", "median", "max"):
-        out[f"per_grad_{k}"] = out[f"ess_{k}"] / t["n_grad"]
-        out[f"per_grad_all_{k}"] = out[f"ess_{k}"] / (t["n_grad"] + t["n_grad_warmup"])
-        out[f"per_s_{k}"] = out[f"ess_{k}"] / t["wall_s"]
-        out[f"per_s_total_{k}"] = out[f"ess_{k}"] / t["wall_s_total"]
-    return out
-
-
-def moments(res) -> dict:
-    x = res.idata.posterior["x"]
-    return {"mean": np.asarray(x.mean(("chain", "draw"))),
-            "var": np.asarray(x.var(("chain", "draw"))),
-            "mcse": np.asarray(az.mcse(x, method="mean")["x"])}
-
-
-def agreement(m: dict, ref: dict) -> dict:
-    z = np.abs(m["mean"] - ref["mean"]) / np.hypot(m["mcse"], ref["mcse"])
-    sd_rel = np.sqrt(m["var"] / ref["var"]) - 1.0
-    return {"max_abs_z": float(z.max()), "share_z_above_4": float(np.mean(z > 4)),
-            "share_sd_off_10pct": float(np.mean(np.abs(sd_rel) > 0.1)),
-            "max_abs_sd_rel": float(np.abs(sd_rel).max())}
 
 
 def plot_fields(true_x, counts, fields: dict, path: Path) -> None:
@@ -158,9 +129,9 @@ def main(argv=None) -> int:
         warnings.simplefilter("ignore")
         ref_res = bomcmc.sample(sampler="nuts", warmup=args.warmup, draws=args.ref_draws,
                                 seed=1000, **run)
-    ref = moments(ref_res)
+    ref = moments(ref_res, FIELD)
     print(f"reference: NUTS {args.chains} × {args.ref_draws}, min ESS "
-          f"{ess_figures(ref_res)['ess_min']:.0f}, {time.time() - t0:.0f} s", flush=True)
+          f"{ess_figures(ref_res, FIELD)['ess_min']:.0f}, {time.time() - t0:.0f} s", flush=True)
     runs, fields = [], {}
     for sampler in args.samplers.split(","):
         for seed in map(int, args.seeds.split(",")):
@@ -168,10 +139,11 @@ def main(argv=None) -> int:
                 warnings.simplefilter("always")
                 res = bomcmc.sample(sampler=sampler, warmup=args.warmup, draws=args.draws,
                                     seed=seed, **run, **SETTINGS[sampler])
-            m = moments(res)
+            m = moments(res, FIELD)
             if seed == int(args.seeds.split(",")[0]):
                 fields[sampler] = m
-            row = {"sampler": sampler, "seed": seed, **ess_figures(res), **agreement(m, ref),
+            row = {"sampler": sampler, "seed": seed, **ess_figures(res, FIELD),
+                   **agreement(m, ref),
                    "warnings": [str(w.message).split(":")[0] for w in caught
                                 if issubclass(w.category, bomcmc.SamplingWarning)]}
             runs.append(row)
@@ -181,7 +153,8 @@ def main(argv=None) -> int:
                   f"{row['share_sd_off_10pct']:.3f}, {time.time() - t0:.0f} s", flush=True)
     meta = {k: v for k, v in vars(args).items() if k != "out"}
     Path(args.out).write_text(json.dumps(
-        {"meta": meta, "settings": SETTINGS, "reference": ess_figures(ref_res), "runs": runs},
+        {"meta": meta, "settings": SETTINGS, "reference": ess_figures(ref_res, FIELD),
+         "runs": runs},
         indent=1, default=list))
     if args.plots:
         out = Path(args.plots)

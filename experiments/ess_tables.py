@@ -1,0 +1,55 @@
+"""Shared figures of the Riemann-manifold experiments (`lgcp.py`, `sv.py`): ESS of a group of
+variables per gradient (with and without the warm-up's) and per second, and agreement of a
+run's means and sds with a reference run's."""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+
+
+def _flat(res, names) -> np.ndarray:
+    """(chains, draws, k): the named variables of the posterior group, side by side."""
+    post = res.idata.posterior
+    parts = [np.asarray(post[n]).reshape(post[n].shape[0], post[n].shape[1], -1)
+             for n in names]
+    return np.concatenate(parts, axis=-1)
+
+
+def ess_figures(res, names) -> dict:
+    """Bulk ESS (min / median / max over the named variables' coordinates) per gradient of the
+    sampling phase, per gradient with the warm-up's, per second of sampling and per second end
+    to end (compilation included); acceptance and divergences."""
+    draws = _flat(res, names)
+    ess = np.array([float(np.squeeze(az.ess(draws[..., k], method="bulk")))
+                    for k in range(draws.shape[-1])])
+    t = res.totals
+    out = {"ess_min": float(ess.min()), "ess_median": float(np.median(ess)),
+           "ess_max": float(ess.max()), "n_grad": t["n_grad"],
+           "n_grad_warmup": t["n_grad_warmup"], "wall_s": t["wall_s"],
+           "wall_s_total": t["wall_s_total"], "accept": t["accept_mean"],
+           "divergences": t["divergences"]}
+    for k in ("min", "median", "max"):
+        out[f"per_grad_{k}"] = out[f"ess_{k}"] / t["n_grad"]
+        out[f"per_grad_all_{k}"] = out[f"ess_{k}"] / (t["n_grad"] + t["n_grad_warmup"])
+        out[f"per_s_{k}"] = out[f"ess_{k}"] / t["wall_s"]
+        out[f"per_s_total_{k}"] = out[f"ess_{k}"] / t["wall_s_total"]
+    return out
+
+
+def moments(res, names) -> dict:
+    """Means, variances and MCSEs of the means of the named variables' coordinates."""
+    draws = _flat(res, names)
+    return {"mean": draws.mean((0, 1)), "var": draws.var((0, 1)),
+            "mcse": np.array([float(np.squeeze(az.mcse(draws[..., k], method="mean")))
+                              for k in range(draws.shape[-1])])}
+
+
+def agreement(m: dict, ref: dict) -> dict:
+    """The largest |z| of the means in both runs' MCSEs, the share of coordinates with
+    |z| > 4, and the share whose sd is more than 10 % from the reference's."""
+    z = np.abs(m["mean"] - ref["mean"]) / np.hypot(m["mcse"], ref["mcse"])
+    sd_rel = np.sqrt(m["var"] / ref["var"]) - 1.0
+    return {"max_abs_z": float(z.max()), "share_z_above_4": float(np.mean(z > 4)),
+            "share_sd_off_10pct": float(np.mean(np.abs(sd_rel) > 0.1)),
+            "max_abs_sd_rel": float(np.abs(sd_rel).max())}
