@@ -60,6 +60,68 @@ def _numbers(row: list[str], header: list[str], name: str, lineno: int) -> list[
     return values
 
 
+def _text(path, name: str) -> str:
+    try:
+        raw = path.read_bytes() if hasattr(path, "read_bytes") else open(path, "rb").read()
+        return raw.decode("utf-8-sig")
+    except OSError as e:
+        raise BomcmcError(f"{name}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise BomcmcError(f"{name}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def read_sparse(path, n_features: int, name: str | None = None):
+    """A sparse `index:value` file (the NIPS 2003 feature-selection challenge's format, SVMlight
+    without labels): one case per line, 1-based feature indices. Returns a SciPy CSR matrix
+    (cases, n_features); a malformed token, an index outside 1..n_features or a repeated index
+    is a one-line BomcmcError naming the file and the line."""
+    from scipy import sparse
+
+    name = name or str(path)
+    rows, cols, vals = [], [], []
+    n = 0
+    for lineno, line in enumerate(_text(path, name).splitlines(), start=1):
+        if not line.strip():
+            continue
+        seen = set()
+        for token in line.split():
+            idx, sep, val = token.partition(":")
+            try:
+                j, v = int(idx), float(val)
+            except ValueError:
+                raise BomcmcError(f"{name}: line {lineno}: {token!r} is not index:value") from None
+            if not sep or not 1 <= j <= n_features or not np.isfinite(v):
+                raise BomcmcError(f"{name}: line {lineno}: {token!r} is not index:value with "
+                                  f"1 <= index <= {n_features} and a finite value")
+            if j in seen:
+                raise BomcmcError(f"{name}: line {lineno}: feature {j} appears twice")
+            seen.add(j)
+            rows.append(n)
+            cols.append(j - 1)
+            vals.append(v)
+        n += 1
+    return sparse.csr_matrix((vals, (rows, cols)), shape=(n, n_features))
+
+
+DEXTER_FEATURES = 20000
+
+
+def dexter(split: str = "train"):
+    """The Dexter text-classification data (NIPS 2003 feature-selection challenge;
+    PROVENANCE.md §6): (X, y) with X a CSR matrix (300, 20000) of word counts and y in {0, 1}
+    (the challenge's −1/+1). `split` is "train" (verbatim) or "valid" (reconstructed)."""
+    if split not in ("train", "valid"):
+        raise BomcmcError(f"Dexter split must be 'train' or 'valid', got {split!r}")
+    X = read_sparse(data_path("dexter", f"dexter_{split}.data"), DEXTER_FEATURES,
+                    f"dexter_{split}.data")
+    labels = [line.strip() for line in _text(data_path("dexter", f"dexter_{split}.labels"),
+                                             f"dexter_{split}.labels").splitlines()
+              if line.strip()]
+    if len(labels) != X.shape[0] or set(labels) - {"1", "-1"}:
+        raise BomcmcError(f"dexter_{split}.labels: expected {X.shape[0]} labels of ±1")
+    return X, (np.asarray(labels, dtype=float) > 0).astype(float)
+
+
 LOGREG_DATASETS = ("australian", "german", "heart", "pima", "ripley")
 
 
