@@ -319,3 +319,39 @@ def test_fold_vote_is_the_majority_of_the_fold_networks(likelihood):
         assert out["pred"][i] == best
         assert out["vote_fraction"][i] == labels.count(best) / 4
     assert len(set(out["pred"].tolist())) > 1  # the case is not trivial
+
+
+def test_cv_folds_with_their_own_inputs_are_networks_on_those_inputs():
+    """With per-fold inputs (each fold's own features), the joint log density, gradient,
+    curvature, held-out error and vote are those of fold networks built on their own inputs."""
+    from bomcmc.bnn.cv import fold_vote
+
+    spec = next(m for m in MODELS if m[0] == "binary")
+    full = _model(*spec)
+    rng = np.random.default_rng(4)
+    inputs = np.stack([full.X * (1 + k) + rng.normal(size=full.X.shape) for k in range(3)])
+    cv = CVModel(full, folds=3, inputs=inputs)
+    own = [BNN(inputs[k], full.y, hidden=spec[1], prior=spec[2], likelihood="binary")
+           for k in range(3)]
+    parts = [_random_position(full, jax.random.PRNGKey(20 + k)) for k in range(3)]
+    tree = cv.stack(parts)
+    expected = sum(float(own[k].with_mask(cv.masks[k]).logdensity(parts[k])) for k in range(3))
+    np.testing.assert_allclose(cv.logdensity(tree), expected, rtol=1e-10)
+    curv = cv.curvature(tree)
+    for k in range(3):
+        mine = own[k].with_mask(cv.masks[k]).curvature(parts[k])
+        jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a[k], b, rtol=1e-10),
+                               curv, mine)
+    draws = np.stack([np.asarray(cv.ravel(cv.stack(
+        [_random_position(full, jax.random.PRNGKey(9 * s + k), scale=2.0) for k in range(3)])))
+        for s in range(4)])
+    err = cv.heldout_error_fn(batch=3)(draws)
+    votes = fold_vote(cv, draws, inputs)["votes"]
+    for k in range(3):
+        f = np.mean([1 / (1 + np.exp(-np.asarray(own[k].apply(
+            {g: v[k] for g, v in cv.unravel(d)["w"].items()}, inputs[k])))) for d in draws], 0)
+        held = cv.masks[k] == 0
+        np.testing.assert_allclose(err[k], np.mean((f[held, 0] > 0.5) != (full.y[held, 0] > 0.5)))
+        np.testing.assert_array_equal(votes[k], f[:, 0] > 0.5)
+    with pytest.raises(BomcmcError, match="inputs must be"):
+        CVModel(full, folds=3, inputs=inputs[:2])

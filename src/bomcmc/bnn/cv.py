@@ -57,12 +57,23 @@ class CVModel:
     Args:
         model: the `BNN` on the whole training set.
         folds: K (>= 2).
+        inputs: optional (K, n, n_in): each fold network's own inputs for the n training
+            cases, e.g. features chosen on that fold's training cases (`bnn/features.py`);
+            by default every fold sees the model's inputs.
     """
 
-    def __init__(self, model, folds: int = 8):
+    def __init__(self, model, folds: int = 8, inputs=None):
         self.base = model
         self.folds = int(folds) if not isinstance(folds, bool) else folds
         self.masks = fold_masks(model.n, folds)
+        if inputs is None:
+            inputs = np.broadcast_to(model.X, (self.folds,) + model.X.shape)
+        self.inputs = np.asarray(inputs, dtype=np.float64)
+        if self.inputs.shape != (self.folds,) + model.X.shape:
+            raise BomcmcError(f"inputs must be (folds, cases, inputs) = "
+                              f"{(self.folds,) + model.X.shape}, got {self.inputs.shape}")
+        if not np.all(np.isfinite(self.inputs)):
+            raise BomcmcError("inputs contain NaN or inf")
         self.name = f"{model.name}-cv{self.folds}"
         self.likelihood = model.likelihood
         self.n, self.n_in, self.n_out = model.n, model.n_in, model.n_out
@@ -94,23 +105,25 @@ class CVModel:
             lead + (self.folds, self.base.dim))
 
     # -- the joint model: each function vmapped over the folds ---------------------------
-    def _fold(self, mask):
-        return self.base.with_mask(mask)
+    def _fold(self, mask, X):
+        return self.base.with_mask(mask, X)
+
+    def _data(self, tree):
+        """The folds' masks (K, n) and inputs (K, n, n_in) in the position's dtype."""
+        dtype = jax.tree_util.tree_leaves(tree)[0].dtype
+        return jnp.asarray(self.masks, dtype), jnp.asarray(self.inputs, dtype)
 
     def logdensity(self, tree):
-        masks = jnp.asarray(self.masks, jax.tree_util.tree_leaves(tree)[0].dtype)
-        lps = jax.vmap(lambda t, m: self._fold(m).logdensity(t))(tree, masks)
+        lps = jax.vmap(lambda t, m, X: self._fold(m, X).logdensity(t))(tree, *self._data(tree))
         return jnp.sum(lps)
 
     def gibbs(self, key, tree, sample_sigmas=True, sample_noise=True):
-        masks = jnp.asarray(self.masks, jax.tree_util.tree_leaves(tree)[0].dtype)
         keys = jax.random.split(key, self.folds)
-        return jax.vmap(lambda k, t, m: self._fold(m).gibbs(k, t, sample_sigmas, sample_noise))(
-            keys, tree, masks)
+        return jax.vmap(lambda k, t, m, X: self._fold(m, X).gibbs(
+            k, t, sample_sigmas, sample_noise))(keys, tree, *self._data(tree))
 
     def curvature(self, tree):
-        masks = jnp.asarray(self.masks, jax.tree_util.tree_leaves(tree)[0].dtype)
-        return jax.vmap(lambda t, m: self._fold(m).curvature(t))(tree, masks)
+        return jax.vmap(lambda t, m, X: self._fold(m, X).curvature(t))(tree, *self._data(tree))
 
     # -- the held-out error ---------------------------------------------------------------
     def heldout_error_fn(self, batch: int = 64):
@@ -120,12 +133,12 @@ class CVModel:
         one executable."""
         base, masks = self.base, self.masks
         held = np.asarray(1.0 - masks)  # (K, n)
-        X = jnp.asarray(base.X)
+        inputs = jnp.asarray(self.inputs)
         real = base.likelihood == "real"
 
         def outputs(flat):  # one draw -> (K, n, n_out): means, or probabilities
             tree = self.unravel(flat)
-            f = jax.vmap(lambda t: base.apply(t["w"], X))(tree)
+            f = jax.vmap(lambda t, X: base.apply(t["w"], X))(tree, inputs)
             if real:
                 return f
             return jax.nn.sigmoid(f) if base.likelihood == "binary" else jax.nn.softmax(f, -1)
@@ -196,8 +209,9 @@ class CVModel:
 
 def fold_vote(cv: CVModel, draws, X) -> dict:
     """Majority voting across the K fold networks (Wang 2012 §4.2, Dexter): each network
-    classifies X by its predictive probabilities averaged over `draws` (joint flat draws
-    (..., K·dim)); every input gets the label most networks gave, ties to the lower class.
+    classifies X (n, n_in), or its own inputs X[k] when X is (K, n, n_in), by its predictive
+    probabilities averaged over `draws` (joint flat draws (..., K·dim)); every input gets the
+    label most networks gave, ties to the lower class.
     Returns {"pred": (n,) voted labels, "votes": (K, n) each network's labels,
     "vote_fraction": (n,) share of networks that agree with the vote}."""
     from .predict import predict_classification
@@ -205,10 +219,16 @@ def fold_vote(cv: CVModel, draws, X) -> dict:
     base = cv.base
     if base.likelihood == "real":
         raise BomcmcError("majority voting needs a 'binary' or 'class' model")
+    X = np.asarray(X)
+    per_fold_X = X if X.ndim == 3 else np.broadcast_to(X, (cv.folds,) + X.shape)
+    if per_fold_X.shape[0] != cv.folds:
+        raise BomcmcError(f"per-fold inputs need {cv.folds} folds, got {per_fold_X.shape[0]}")
     per_fold = cv.fold_positions(np.asarray(draws).reshape(-1, cv.dim))  # (S, K, dim)
-    votes = np.stack([np.asarray(predict_classification(base, per_fold[:, k], X)["pred"])
+    votes = np.stack([np.asarray(predict_classification(base, per_fold[:, k],
+                                                        per_fold_X[k])["pred"])
                       for k in range(cv.folds)])
-    votes = votes.reshape(cv.folds, len(X), -1)
+    n = per_fold_X.shape[1]
+    votes = votes.reshape(cv.folds, n, -1)
     n_cls = base.n_out if base.likelihood == "class" else 2
     counts = np.stack([(votes == c).sum(axis=0) for c in range(n_cls)])  # (classes, n, ...)
     pred = np.argmax(counts, axis=0)  # argmax takes the first (lower) class on ties

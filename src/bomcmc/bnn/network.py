@@ -259,16 +259,19 @@ class BNN:
                 pos["w"][k] = np.asarray(weights[k], dtype=float).reshape(pos["w"][k].shape)
         return pos
 
-    def with_mask(self, mask) -> "BNN":
+    def with_mask(self, mask, X=None) -> "BNN":
         """The same network with the likelihood restricted to the cases where `mask` (n,) is 1
-        (0 elsewhere): one cross-validation fold's training set (`bnn/cv.py`). `mask` may
-        be a traced array, so one function vmaps over the folds. The data, counts, Gibbs
-        conditionals and Neal's curvature all see only the weighted cases."""
+        (0 elsewhere): one cross-validation fold's training set (`bnn/cv.py`), and with
+        inputs `X` (n, n_in) in place of the model's when given (a fold's own features).
+        `mask` and `X` may be traced arrays, so one function vmaps over the folds. The data,
+        counts, Gibbs conditionals and Neal's curvature all see only the weighted cases."""
         m = copy.copy(self)
         mask = jnp.asarray(mask)
+        if X is not None:
+            m.X = jnp.asarray(X, mask.dtype)
         m.case_weights = mask
         m.n_eff = jnp.sum(mask)
-        m._x_sumsq = mask @ jnp.asarray(self.X**2, mask.dtype)
+        m._x_sumsq = mask @ jnp.asarray(m.X**2, mask.dtype)
         if self.noise_group is not None:
             m.noise_group = dataclasses.replace(self.noise_group, mask=mask, count=m.n_eff)
         return m
