@@ -117,7 +117,8 @@ def main(argv=None) -> int:
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=1000)
     ap.add_argument("--draws", type=int, default=2000)
-    ap.add_argument("--ref-draws", type=int, default=4000)
+    ap.add_argument("--ref-draws", type=int, default=4000,
+                    help="0: the first NUTS run is the reference")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plots", default=None)
@@ -125,21 +126,31 @@ def main(argv=None) -> int:
     post = models.get(f"lgcp-{args.side}")
     t0 = time.time()
     run = dict(posterior=post, chains=args.chains, float64=True, progress=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ref_res = bomcmc.sample(sampler="nuts", warmup=args.warmup, draws=args.ref_draws,
-                                seed=1000, **run)
-    ref = moments(ref_res, FIELD)
-    print(f"reference: NUTS {args.chains} × {args.ref_draws}, min ESS "
-          f"{ess_figures(ref_res, FIELD)['ess_min']:.0f}, {time.time() - t0:.0f} s", flush=True)
+    samplers = args.samplers.split(",")
+    ref_res = ref = None
+    if args.ref_draws:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref_res = bomcmc.sample(sampler="nuts", warmup=args.warmup, draws=args.ref_draws,
+                                    seed=1000, **run)
+        ref = moments(ref_res, FIELD)
+        print(f"reference: NUTS {args.chains} × {args.ref_draws}, min ESS "
+              f"{ess_figures(ref_res, FIELD)['ess_min']:.0f}, {time.time() - t0:.0f} s",
+              flush=True)
+    elif "nuts" in samplers:  # the first NUTS run is the reference of the others
+        samplers = ["nuts"] + [s for s in samplers if s != "nuts"]
+    else:
+        raise SystemExit("--ref-draws 0 takes the NUTS run as the reference: include nuts")
     runs, fields = [], {}
-    for sampler in args.samplers.split(","):
+    for sampler in samplers:
         for seed in map(int, args.seeds.split(",")):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 res = bomcmc.sample(sampler=sampler, warmup=args.warmup, draws=args.draws,
                                     seed=seed, **run, **SETTINGS[sampler])
             m = moments(res, FIELD)
+            if ref is None:
+                ref_res, ref = res, m
             if seed == int(args.seeds.split(",")[0]):
                 fields[sampler] = m
             row = {"sampler": sampler, "seed": seed, **ess_figures(res, FIELD),

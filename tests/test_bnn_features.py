@@ -7,7 +7,7 @@ import pytest
 from scipy import sparse
 
 from bomcmc.bnn.cv import fold_masks
-from bomcmc.bnn.features import fold_feature_sets, select_features
+from bomcmc.bnn.features import fold_feature_sets, fold_inputs, select_features
 from bomcmc.datasets import dexter, read_sparse
 from bomcmc.errors import BomcmcError
 
@@ -60,3 +60,18 @@ def test_a_held_out_fold_never_influences_its_own_features():
         assert all(set(again[j]) != set(chosen[j]) for j in range(10) if j != fold)
         # ... and to a selection on all cases, the leak this test exists to catch
         assert set(select_features(X2, y2)) != set(select_features(X, y))
+
+
+def test_fold_inputs_are_scaled_on_the_folds_training_cases_only():
+    X, y = dexter("train")
+    Xv, _ = dexter("valid")
+    masks = fold_masks(300, 10)
+    chosen = fold_feature_sets(X, y, masks, k=40)
+    inputs, new = fold_inputs(X, chosen, masks, Xv)
+    assert inputs.shape == (10, 300, 40) and new.shape == (10, 300, 40)
+    held = np.flatnonzero(masks[3] == 0)
+    X2, _ = _perturb_rows(X, y, held, seed=3)
+    again = fold_inputs(X2, chosen, masks)
+    kept = masks[3] > 0
+    np.testing.assert_array_equal(again[3][kept], inputs[3][kept])
+    np.testing.assert_allclose(inputs[3][kept].std(axis=0), 1.0)

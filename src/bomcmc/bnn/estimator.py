@@ -210,7 +210,7 @@ class BayesianMLPBase(BaseEstimator):
     def draws_(self) -> np.ndarray:
         """Flat network draws (S, dim) used for prediction (every fold network for CV)."""
         check_is_fitted(self, "model_")
-        flat = _flat_draws(self.idata_)
+        flat = flat_draws(self.idata_)
         if self.cv_ is not None:
             return self.cv_.fold_positions(flat).reshape(-1, self.model_.dim)
         return flat
@@ -234,7 +234,7 @@ class BayesianMLPBase(BaseEstimator):
             r = az.rhat(self.idata_)
             return float(max(np.nanmax(np.asarray(r[v].values)) for v in r.data_vars))
         X = self._check_X(X)
-        flat = _flat_draws(self.idata_)  # (chains·draws, dim), chain-major
+        flat = flat_draws(self.idata_)  # (chains·draws, dim), chain-major
         if self.cv_ is not None:
             f = forward(self.model_, self.cv_.fold_positions(flat).reshape(-1, self.model_.dim),
                         X).reshape((chains * draws, self.cv_.folds, -1)).mean(axis=1)
@@ -292,7 +292,7 @@ class BayesianMLPBase(BaseEstimator):
         return est
 
 
-def _flat_draws(idata) -> np.ndarray:
+def flat_draws(idata) -> np.ndarray:
     """(chains·draws, dim) flat unconstrained positions from an InferenceData of a run."""
     post = idata.posterior
     parts = []

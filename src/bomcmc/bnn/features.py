@@ -43,3 +43,27 @@ def fold_feature_sets(X, y, masks, k: int = DEXTER_FEATURES_KEPT) -> np.ndarray:
         raise BomcmcError(f"masks must be (folds, {X.shape[0]}), got {masks.shape}")
     y = np.asarray(y)
     return np.stack([select_features(X[m > 0], y[m > 0], k) for m in masks])
+
+
+def fold_inputs(X, chosen, masks, X_new=None):
+    """Each fold network's inputs: its chosen columns of X, as log(1 + count) divided by the
+    column's sd over the fold's training cases (so the scaling, too, never sees held-out
+    cases). Returns (K, n, k), and (K, m, k) for `X_new` scaled the same way when given."""
+    masks = np.asarray(masks)
+
+    def columns(A, idx):
+        A = A[:, idx]
+        A = A.toarray() if hasattr(A, "toarray") else np.asarray(A)
+        return np.log1p(A)
+
+    train, new = [], []
+    for idx, m in zip(np.asarray(chosen), masks):
+        A = columns(X, idx)
+        sd = A[m > 0].std(axis=0)
+        sd = np.where(sd > 0, sd, 1.0)
+        train.append(A / sd)
+        if X_new is not None:
+            new.append(columns(X_new, idx) / sd)
+    if X_new is None:
+        return np.stack(train)
+    return np.stack(train), np.stack(new)

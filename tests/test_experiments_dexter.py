@@ -1,0 +1,32 @@
+"""experiments/dexter.py end to end on its small budget (a subset of cases and features, a
+small network): fold-wise features, the ten networks as one chain, every method at the same
+leapfrog budget, the validation errors and the table. The error figures are not checked."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
+
+SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "dexter.py"
+
+
+@pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")  # 4 super-transitions
+def test_dexter_small_budget_runs_end_to_end(tmp_path):
+    spec = importlib.util.spec_from_file_location("dexter_experiment", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--budget", "small", "--methods", "ahmc_cv,neal_gibbs",
+                     "--out", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "dexter.json").read_text())
+    assert [r["method"] for r in result["runs"]] == ["ahmc_cv", "neal_gibbs"]
+    budget = result["budget"]["supers"] * result["budget"]["steps"]
+    for r in result["runs"]:
+        e = r["errors"]
+        assert len(e["per_network"]) == 10
+        assert all(0 <= v <= 1 for v in e["per_network"] + [e["mean"], e["vote"]])
+        assert budget <= r["n_grad"] < 2 * budget  # spent, and at most a chunk beyond
+    table = (tmp_path / "dexter.md").read_text()
+    assert "| ahmc_cv (small) | 1 |" in table and "0.0667" in table
