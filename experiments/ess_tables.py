@@ -53,3 +53,16 @@ def agreement(m: dict, ref: dict) -> dict:
     return {"max_abs_z": float(z.max()), "share_z_above_4": float(np.mean(z > 4)),
             "share_sd_off_10pct": float(np.mean(np.abs(sd_rel) > 0.1)),
             "max_abs_sd_rel": float(np.abs(sd_rel).max())}
+
+
+def write_results(path, results: dict, complete: bool) -> None:
+    """Write the results JSON atomically (a temporary file renamed over it), with
+    `"complete"` false until the last run is in, so a killed experiment keeps its finished runs
+    and never leaves a file that looks complete."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(dict(results, complete=complete), indent=1, default=list))
+    tmp.replace(path)

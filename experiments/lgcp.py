@@ -25,7 +25,6 @@ field and the counts beside the posterior mean and variance fields of ahmc and N
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 from pathlib import Path
@@ -35,7 +34,7 @@ import numpy as np
 import bomcmc
 from bomcmc import models
 
-from ess_tables import agreement, ess_figures, moments
+from ess_tables import agreement, ess_figures, moments, write_results
 
 SETTINGS = {
     "ahmc": dict(eps_bounds=(0.001, 0.1), steps_bounds=(1, 500)),
@@ -142,6 +141,7 @@ def main(argv=None) -> int:
     else:
         raise SystemExit("--ref-draws 0 takes the NUTS run as the reference: include nuts")
     runs, fields = [], {}
+    meta = {k: v for k, v in vars(args).items() if k != "out"}
     for sampler in samplers:
         for seed in map(int, args.seeds.split(",")):
             with warnings.catch_warnings(record=True) as caught:
@@ -158,15 +158,14 @@ def main(argv=None) -> int:
                    "warnings": [str(w.message).split(":")[0] for w in caught
                                 if issubclass(w.category, bomcmc.SamplingWarning)]}
             runs.append(row)
+            results = {"meta": meta, "settings": SETTINGS,
+                       "reference": ess_figures(ref_res, FIELD), "runs": runs}
+            write_results(args.out, results, complete=False)
             print(f"{sampler} seed {seed}: min ESS/grad {row['per_grad_min']:.2e} (with "
                   f"warm-up {row['per_grad_all_min']:.2e}), min ESS/s {row['per_s_min']:.2f}, "
                   f"max |z| {row['max_abs_z']:.2f}, sd off >10 % "
                   f"{row['share_sd_off_10pct']:.3f}, {time.time() - t0:.0f} s", flush=True)
-    meta = {k: v for k, v in vars(args).items() if k != "out"}
-    Path(args.out).write_text(json.dumps(
-        {"meta": meta, "settings": SETTINGS, "reference": ess_figures(ref_res, FIELD),
-         "runs": runs},
-        indent=1, default=list))
+    write_results(args.out, results, complete=True)
     if args.plots:
         out = Path(args.plots)
         out.mkdir(parents=True, exist_ok=True)

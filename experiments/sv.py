@@ -22,14 +22,12 @@ sds with a long NUTS reference run (seed 1000, `--ref-draws` draws per chain).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
-from pathlib import Path
 
 import bomcmc
 
-from ess_tables import agreement, ess_figures, moments
+from ess_tables import agreement, ess_figures, moments, write_results
 
 SETTINGS = {
     "ahmc": dict(eps_bounds=(1e-4, 1e-2), steps_bounds=(1, 300)),
@@ -61,6 +59,8 @@ def main(argv=None) -> int:
     print(f"reference: NUTS {args.chains} × {args.ref_draws}, {time.time() - t0:.0f} s",
           flush=True)
     runs = []
+    meta = {k: v for k, v in vars(args).items() if k != "out"}
+    reference = {g: ess_figures(ref_res, names) for g, names in GROUPS.items()}
     for sampler in args.samplers.split(","):
         for seed in map(int, args.seeds.split(",")):
             with warnings.catch_warnings(record=True) as caught:
@@ -76,17 +76,16 @@ def main(argv=None) -> int:
             if "fixed_point_failed" in ss:
                 row["fixed_point_failed"] = float(ss.fixed_point_failed.mean())
             runs.append(row)
+            results = {"meta": meta, "settings": SETTINGS, "reference": reference,
+                       "runs": runs}
+            write_results(args.out, results, complete=False)
             lat, par = row["latent"], row["parameters"]
             print(f"{sampler} seed {seed}: min ESS/grad x {lat['per_grad_min']:.2e} "
                   f"θ {par['per_grad_min']:.2e} (with warm-up x {lat['per_grad_all_min']:.2e} "
                   f"θ {par['per_grad_all_min']:.2e}), min ESS/s x {lat['per_s_min']:.2f} "
                   f"θ {par['per_s_min']:.2f}, max |z| {row['max_abs_z']:.2f}, "
                   f"{time.time() - t0:.0f} s", flush=True)
-    meta = {k: v for k, v in vars(args).items() if k != "out"}
-    Path(args.out).write_text(json.dumps(
-        {"meta": meta, "settings": SETTINGS,
-         "reference": {g: ess_figures(ref_res, names) for g, names in GROUPS.items()},
-         "runs": runs}, indent=1, default=list))
+    write_results(args.out, results, complete=True)
     return 0
 
 
