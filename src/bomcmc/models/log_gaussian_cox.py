@@ -76,6 +76,7 @@ def log_gaussian_cox(n: int = DATA_SIDE) -> Posterior:
     lam, Q = np.linalg.eigh(covariance(n))
     lam = np.maximum(lam, lam.max() * 1e-14)  # Σ is positive definite; guard the rounding
     shift = fisher_shift(n)
+    metric = 1.0 / lam + shift  # G in v: diagonal and constant
     y = counts.ravel()
     m = 1.0 / n**2
 
@@ -88,9 +89,9 @@ def log_gaussian_cox(n: int = DATA_SIDE) -> Posterior:
         return (jnp.dot(jnp.asarray(y, v.dtype), x) - m * jnp.sum(jnp.exp(x))
                 - 0.5 * jnp.sum(v**2 / jnp.asarray(lam, v.dtype)))
 
-    def initializer(key):  # dispersed on the prior's scale: v_k ~ √λ_k · U(−2, 2)
+    def initializer(key):  # Stan's U(−2, 2), in the metric's units: v_k = u_k / √G_k
         u = jax.random.uniform(key, (n * n,), minval=-2.0, maxval=2.0)
-        return {"v": jnp.sqrt(jnp.asarray(lam, u.dtype)) * u}
+        return {"v": u / jnp.sqrt(jnp.asarray(metric, u.dtype))}
 
     def constrain(params):
         return {"x": field(params["v"]).reshape(n, n)}
@@ -102,7 +103,6 @@ def log_gaussian_cox(n: int = DATA_SIDE) -> Posterior:
         ll = yj * jnp.log(rate) - rate - jax.scipy.special.gammaln(yj + 1.0)
         return {"y": ll.reshape(n, n)}
 
-    metric = 1.0 / lam + shift  # G in v: diagonal and constant
     return Posterior(
         logdensity_fn=logdensity,
         init_position={"v": np.zeros(n * n)},  # x = μ1, Girolami & Calderhead's start
