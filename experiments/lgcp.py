@@ -109,6 +109,22 @@ def plot_scatter(runs: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def table(results: dict) -> str:
+    """Bulk ESS of the field, min / median / max, per 1000 gradients (sampling; with the
+    warm-up's) and per second (sampling; end to end), and agreement with the reference."""
+    rows = ["| sampler | ESS/1000 grad min / med / max | with warm-up min / med | "
+            "ESS/s min (sampling; end to end) | max |z| | cells with sd off > 10 % |",
+            "|---|---|---|---|---|---|"]
+    for r in results["runs"]:
+        rows.append(
+            f"| {r['sampler']} (seed {r['seed']}) | "
+            + " / ".join(f"{1e3 * r[f'per_grad_{k}']:.3g}" for k in ("min", "median", "max"))
+            + f" | {1e3 * r['per_grad_all_min']:.3g} / {1e3 * r['per_grad_all_median']:.3g} | "
+            f"{r['per_s_min']:.3g}; {r['per_s_total_min']:.3g} | {r['max_abs_z']:.2f} | "
+            f"{100 * r['share_sd_off_10pct']:.1f} % |")
+    return "\n".join(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--side", type=int, default=64)
@@ -121,7 +137,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plots", default=None)
+    ap.add_argument("--table", action="store_true",
+                    help="print the table of the results in --out and stop")
     args = ap.parse_args(argv)
+    if args.table:
+        import json
+
+        print(table(json.loads(Path(args.out).read_text())))
+        return 0
     post = models.get(f"lgcp-{args.side}")
     t0 = time.time()
     run = dict(posterior=post, chains=args.chains, float64=True, progress=False)

@@ -39,6 +39,25 @@ GROUPS = {"latent": ("x",), "parameters": ("log_beta", "log_sigma", "atanh_phi")
 ALL = GROUPS["latent"] + GROUPS["parameters"]
 
 
+def table(results: dict) -> str:
+    """Table 1's layout: min / median / max bulk ESS of the path and of the parameters, per
+    1000 gradients (sampling; with the warm-up's) and per second of sampling, seed means."""
+    rows = ["| sampler | group | ESS/1000 grad min / med / max | with warm-up, min | "
+            "ESS/s min / med / max | max |z| vs NUTS ref |", "|---|---|---|---|---|---|"]
+    for sampler in dict.fromkeys(r["sampler"] for r in results["runs"]):
+        rs = [r for r in results["runs"] if r["sampler"] == sampler]
+        for group in GROUPS:
+            def mean(key, scale=1.0, g=group):
+                return scale * sum(r[g][key] for r in rs) / len(rs)
+            rows.append(
+                f"| {sampler} ({len(rs)} seeds) | {group} | "
+                + " / ".join(f"{mean(f'per_grad_{k}', 1e3):.3g}" for k in ("min", "median", "max"))
+                + f" | {mean('per_grad_all_min', 1e3):.3g} | "
+                + " / ".join(f"{mean(f'per_s_{k}'):.3g}" for k in ("min", "median", "max"))
+                + f" | {max(r['max_abs_z'] for r in rs):.2f} |")
+    return "\n".join(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samplers", default=",".join(SETTINGS))
@@ -48,7 +67,15 @@ def main(argv=None) -> int:
     ap.add_argument("--ref-draws", type=int, default=10000)
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--table", action="store_true",
+                    help="print the table of the results in --out and stop")
     args = ap.parse_args(argv)
+    if args.table:
+        import json
+        from pathlib import Path
+
+        print(table(json.loads(Path(args.out).read_text())))
+        return 0
     run = dict(posterior="sv-2000", chains=args.chains, float64=True, progress=False)
     t0 = time.time()
     with warnings.catch_warnings():
