@@ -66,3 +66,11 @@ def write_results(path, results: dict, complete: bool) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(dict(results, complete=complete), indent=1, default=list))
     tmp.replace(path)
+
+
+def read_results(path) -> dict:
+    """A results JSON written by `write_results`."""
+    import json
+    from pathlib import Path
+
+    return json.loads(Path(path).read_text())

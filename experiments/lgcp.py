@@ -34,7 +34,7 @@ import numpy as np
 import bomcmc
 from bomcmc import models
 
-from ess_tables import agreement, ess_figures, moments, write_results
+from ess_tables import agreement, ess_figures, moments, read_results, write_results
 
 SETTINGS = {
     "ahmc": dict(eps_bounds=(0.001, 0.1), steps_bounds=(1, 500)),
@@ -141,9 +141,7 @@ def main(argv=None) -> int:
                     help="print the table of the results in --out and stop")
     args = ap.parse_args(argv)
     if args.table:
-        import json
-
-        print(table(json.loads(Path(args.out).read_text())))
+        print(table(read_results(args.out)))
         return 0
     post = models.get(f"lgcp-{args.side}")
     t0 = time.time()

@@ -27,7 +27,7 @@ import warnings
 
 import bomcmc
 
-from ess_tables import agreement, ess_figures, moments, write_results
+from ess_tables import agreement, ess_figures, moments, read_results, write_results
 
 SETTINGS = {
     "ahmc": dict(eps_bounds=(1e-4, 1e-2), steps_bounds=(1, 300)),
@@ -71,10 +71,7 @@ def main(argv=None) -> int:
                     help="print the table of the results in --out and stop")
     args = ap.parse_args(argv)
     if args.table:
-        import json
-        from pathlib import Path
-
-        print(table(json.loads(Path(args.out).read_text())))
+        print(table(read_results(args.out)))
         return 0
     run = dict(posterior="sv-2000", chains=args.chains, float64=True, progress=False)
     t0 = time.time()
