@@ -174,7 +174,8 @@ def main(argv=None) -> int:
     kept_text = kept_text[kept_text.index(MARKER):] if MARKER in kept_text else MARKER + "\n"
     md.write_text(
         "# Dexter: validation error of the ten cross-validation networks\n\n"
-        f"`python experiments/dexter.py --budget {args.budget} --seeds {args.seeds}`\n\n"
+        f"`python experiments/dexter.py --budget {args.budget} --seeds {args.seeds} "
+        f"--methods {args.methods} --out {args.out}`\n\n"
         + report(rows, args.budget) + "\n" + kept_text)
     return 0
 
