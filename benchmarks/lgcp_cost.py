@@ -2,7 +2,8 @@
 the package's eigenbasis coordinates (two (D, D) products per gradient, a diagonal metric)
 against the dense alternatives in x (Σ⁻¹ as a dense matrix; the constant metric as a dense
 mass, whose Cholesky factor the dense `hmc` path takes at every transition; the generalised
-leapfrog on a callable dense G, which factorises G at every fixed-point iteration).
+leapfrog on a callable dense G, which factorises G at every fixed-point iteration); and one
+vmapped gradient of 1, 4, 8 and 16 chains.
 
     python benchmarks/lgcp_cost.py --side 64 --out benchmarks/results/lgcp-cost.json
 """
@@ -68,6 +69,9 @@ def main(argv=None) -> dict:
     out = {"side": n, "dim": D, "build_seconds": build_s,
            "gradient_seconds": {"eigenbasis": _time(grad_eig, v0),
                                 "dense_x": _time(grad_dense, x0)}}
+    batched = jax.jit(jax.vmap(jax.value_and_grad(eig_logdensity)))
+    out["vmapped_gradient_seconds"] = {  # one gradient of every chain at once
+        str(c): _time(batched, jnp.zeros((c, D))) for c in (1, 4, 8, 16)}
 
     key = jax.random.PRNGKey(0)
     knobs_diag = hmc.default_knobs(D, step_size=0.1, steps=args.steps,
