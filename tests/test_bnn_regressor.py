@@ -77,3 +77,31 @@ def test_predictive_mean_and_covariance_are_the_draws_mean_and_sample_covariance
     assert mean.shape == (5, 2) and cov.shape == (5, 2, 2) and mean.dtype == np.float64
     with pytest.raises(ValueError, match="both"):
         est.predict(X_new, return_std=True, return_cov=True)
+
+
+def test_predict_folds_gives_each_fold_network_and_pools_to_predict():
+    """Wang 2012 §4.1 scores the CV fold networks one by one: each network's predictive mean
+    is the mean of its own draws' outputs, and `predict` pools the K networks' draws, so it is
+    the mean of the K fold means."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-2, 2, size=(32, 2))
+    Y = np.stack([np.sin(X[:, 0]), np.cos(X[:, 1])], axis=1) + 0.1 * rng.normal(size=(32, 2))
+    est = BayesianMLPRegressor(**{**TINY, "sampler": "ahmc_cv", "folds": 2}).fit(X, Y)
+    X_new = rng.uniform(-2, 2, size=(6, 2))
+    per_fold = est.predict_folds(X_new)
+    assert per_fold.shape == (2, 6, 2)
+    flat = est.cv_.fold_positions(_joint_draws(est))  # (S, K, dim)
+    for k in range(2):
+        want = forward(est.model_, flat[:, k], X_new).astype(float).mean(axis=0)
+        np.testing.assert_allclose(per_fold[k], want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(per_fold.mean(axis=0), est.predict(X_new), rtol=1e-5, atol=1e-7)
+    assert np.abs(per_fold[0] - per_fold[1]).max() > 0  # two networks, not one copied
+    single = BayesianMLPRegressor(**TINY).fit(X, Y)
+    with pytest.raises(ValueError, match="ahmc_cv"):
+        single.predict_folds(X_new)
+
+
+def _joint_draws(est):
+    from bomcmc.bnn.estimator import flat_draws
+
+    return flat_draws(est.idata_)

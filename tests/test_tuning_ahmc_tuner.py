@@ -285,6 +285,10 @@ def test_plots_of_the_reward_surface_and_slice(tmp_path):
     assert p.read_bytes()[:8] == PNG_MAGIC and q.read_bytes()[:8] == PNG_MAGIC
     tuner, _ = tuning_from_idata(res.idata)
     plots.plot_reward_slice(tuner, tmp_path / "t.png")  # a live tuner works too
+    r = plots.plot_reward_slice(res, tmp_path / "e.png", step_size=0.05)  # fixed ε, L varies
+    assert r.read_bytes()[:8] == PNG_MAGIC
+    with pytest.raises(ValueError, match="not both"):
+        plots.plot_reward_slice(res, tmp_path / "b.png", steps=20, step_size=0.05)
     with pytest.raises(ValueError, match="no GP-bandit"):
         plots.plot_reward_surface(bomcmc.sample(posterior="gauss-2d-corr", sampler="hmc",
                                                 warmup=10, draws=10, **FAST).idata,

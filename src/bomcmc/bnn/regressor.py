@@ -102,6 +102,23 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
             return mean, cov
         return (mean, std) if return_std else mean
 
+    def predict_folds(self, X) -> np.ndarray:
+        """Each fold network's own posterior predictive mean, (K, n) or (K, n, n_out) like y:
+        the K networks that sampler "ahmc_cv" advances together, one per held-out fold. Wang
+        2012 §4.1 scores them one by one (the median and mean of their test errors); `predict`
+        pools them."""
+        from .estimator import flat_draws
+        from .predict import forward
+
+        X = self._check_X(X)
+        if self.cv_ is None:
+            raise BomcmcError(f"predict_folds needs sampler='ahmc_cv' (fold networks); this "
+                              f"regressor was fitted with '{self.sampler}'")
+        per_fold = self.cv_.fold_positions(flat_draws(self.idata_))  # (S, K, dim)
+        means = np.stack([np.asarray(forward(self.model_, per_fold[:, k], X), np.float64)
+                          .mean(axis=0) for k in range(self.cv_.folds)])
+        return means[..., 0] if self.model_.n_out == 1 and self._y_ndim_ == 1 else means
+
     def test_error(self, X, y) -> float:
         """Test error in the convention of Wang 2012, Table 4.1: squared error summed over the
         outputs, averaged over cases (lower is better). `score` is scikit-learn's R²."""

@@ -311,35 +311,48 @@ def plot_reward_surface(source, path: str | os.PathLike, grid: int = 120) -> Pat
 
 
 def plot_reward_slice(source, path: str | os.PathLike, steps: int | None = None,
-                      grid: int = 300) -> Path:
-    """A slice of the GP at L = `steps` (default: the final L): the posterior mean ± 2 sd of
-    the reward against ε (log axis) with the rewards measured at that L, and below it the
-    acquisition function along the slice at the last p_i (Wang 2012, Figs 4.2 and 4.6)."""
+                      grid: int = 300, step_size: float | None = None) -> Path:
+    """A slice of the GP: the posterior mean ± 2 sd of the reward with the rewards measured on
+    the slice, and below it the acquisition function along the slice at the last p_i (Wang
+    2012, Figs 4.2 and 4.6). By default the slice is at L = `steps` (the final L when None)
+    against ε (log axis); with `step_size`, it is at that ε against L."""
     tuner, history, idata = _bandit(source)
     sym = _step_symbol(_attrs(idata))
-    steps = int(tuner.num_steps if steps is None else steps)
-    log_eps = np.linspace(tuner.lower[0], tuner.upper[0], int(grid))
-    X = np.column_stack([log_eps, np.full(log_eps.shape, float(steps))])
+    pts, _ = _current_points(tuner, history)
+    if step_size is None:  # fixed L, ε varies
+        steps = int(tuner.num_steps if steps is None else steps)
+        log_eps = np.linspace(tuner.lower[0], tuner.upper[0], int(grid))
+        X = np.column_stack([log_eps, np.full(log_eps.shape, float(steps))])
+        axis, final = np.exp(log_eps), tuner.step_size
+        on_slice = [(h["eps"], h["reward"]) for h in pts if int(h["L"]) == steps]
+        where, xlabel = f"L = {steps}", f"step size {sym} (log scale)"
+    else:  # fixed ε, L varies
+        if steps is not None:
+            raise ValueError("give steps or step_size, not both: the slice fixes one of them")
+        axis = _steps_grid(tuner).astype(float)
+        X = np.column_stack([np.full(axis.shape, np.log(step_size)), axis])
+        final = tuner.num_steps
+        # rewards within 5 % of the slice's ε count as on it (ε is continuous)
+        on_slice = [(h["L"], h["reward"]) for h in pts
+                    if abs(np.log(h["eps"]) - np.log(step_size)) < 0.05]
+        where, xlabel = f"{sym} = {step_size:.3g}", "trajectory length L (maximum)"
     mean, var = tuner.gp.predict(X)
     sd = np.sqrt(var)
     p_last = float(history[-1]["p_i"]) if history else 1.0
     u = tuner.acquisition_fn(p_last)
     acq = np.array([u(x) for x in X])
-    pts, _ = _current_points(tuner, history)
-    at_l = [h for h in pts if int(h["L"]) == steps]
-    eps = np.exp(log_eps)
     plt = _pyplot()
     fig, (ax, ax_u) = plt.subplots(2, 1, figsize=(7.5, 6.2), sharex=True, layout="constrained",
                                    gridspec_kw={"height_ratios": [2, 1]})
     try:
-        ax.fill_between(eps, mean - 2 * sd, mean + 2 * sd, color="C0", alpha=0.25,
+        ax.fill_between(axis, mean - 2 * sd, mean + 2 * sd, color="C0", alpha=0.25,
                         label="mean ± 2 sd")
-        ax.plot(eps, mean, color="C3", lw=1.5, label="GP posterior mean")
-        if at_l:
-            ax.scatter([h["eps"] for h in at_l], [h["reward"] for h in at_l], s=16,
-                       color="black", zorder=4, label=f"rewards at L = {steps} ({len(at_l)})")
-        ax.axvline(tuner.step_size, color="0.4", ls="--", lw=0.8,
-                   label=f"final {sym} = {tuner.step_size:.3g}")
+        ax.plot(axis, mean, color="C3", lw=1.5, label="GP posterior mean")
+        if on_slice:
+            ax.scatter(*zip(*on_slice), s=16, color="black", zorder=4,
+                       label=f"rewards at {where} ({len(on_slice)})")
+        final_label = f"final {sym} = {final:.3g}" if step_size is None else f"final L = {final}"
+        ax.axvline(final, color="0.4", ls="--", lw=0.8, label=final_label)
         finite = [h["reward"] for h in pts]
         if finite:  # the GP's prior sd (5) dwarfs the rewards far from the data: zoom on them
             lo, hi = min(0.0, min(finite)), max(finite)
@@ -347,15 +360,16 @@ def plot_reward_slice(source, path: str | os.PathLike, steps: int | None = None,
             ax.set_ylim(lo - pad, hi + pad)
         ax.set_ylabel("reward")
         ax.legend(loc="upper left", fontsize=8, framealpha=0.8)
-        ax.set_title(_bandit_title(idata, f"reward slice at L = {steps}", tuner, history),
+        ax.set_title(_bandit_title(idata, f"reward slice at {where}", tuner, history),
                      fontsize=10)
         name = "annealed UCB" if tuner.acquisition == "ucb" else "expected improvement"
-        ax_u.plot(eps, acq, color="C2", lw=1.5)
-        ax_u.axvline(tuner.step_size, color="0.4", ls="--", lw=0.8)
+        ax_u.plot(axis, acq, color="C2", lw=1.5)
+        ax_u.axvline(final, color="0.4", ls="--", lw=0.8)
         ax_u.set_ylabel(f"{name}\n(p_i = {p_last:.3g})", fontsize=9)
-        ax_u.set_xlabel(f"step size {sym} (log scale)")
-        ax_u.set_xscale("log")
-        ax_u.set_xlim(eps[0], eps[-1])
+        ax_u.set_xlabel(xlabel)
+        if step_size is None:
+            ax_u.set_xscale("log")
+        ax_u.set_xlim(axis[0], axis[-1])
         fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)
