@@ -27,6 +27,10 @@ the kept draws, on its own features), their mean and median (Wang's statistic) a
 error of the majority vote of the ten networks. Budgets: `small` checks the pipeline (120
 training cases, 40 features, a 40-6-4-2 network, 4 super-transitions of 200 steps);
 `default` is 40 × 2000; `paper` 160 × 20 000.
+
+`--figures DIR` draws Wang (2012)'s Figs 4.4–4.6 from the first `ahmc_cv` run: the learned
+reward surface with the tried settings, the validation error against the number of kept
+draws, and the reward's slice at η = 0.22 against L with the acquisition function.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ BUDGETS = {  # super-transitions, steps each; training cases, features, hidden u
 TABLE_4_2 = {"adaptive HMC (Wang 2012)": dict(mean=0.0730, median=0.0700, vote=0.0667),
              "Neal's HMC (Wang 2012)": dict(vote=0.0800)}
 METHODS = ("ahmc_cv", "neal_gibbs", "nuts_gibbs")
+SLICE_ETA = 0.22  # Wang 2012, Fig. 4.6
 MARKER = "<!-- hand-written below: kept when the script rewrites the tables -->"
 
 
@@ -127,6 +132,54 @@ def errors(cv: CVModel, draws, valid, yv) -> dict:
             "median": float(np.median(per_net)), "vote": float((out["pred"] != yv).mean())}
 
 
+def error_curve(cv: CVModel, draws, valid, yv, points: int = 50) -> dict:
+    """Validation error of the majority vote and the fold networks' mean when each network
+    averages its probabilities over the first s kept draws, for s on a log grid (Wang 2012,
+    Fig. 4.5)."""
+    from bomcmc.bnn.predict import forward
+
+    per_fold = cv.fold_positions(np.asarray(draws).reshape(-1, cv.dim))  # (S, K, dim)
+    s = np.unique(np.geomspace(1, len(per_fold), points).astype(int))
+    labels = []
+    for k in range(cv.folds):
+        f = forward(cv.base, per_fold[:, k], valid[k])  # logits (S, n, classes)
+        p = np.exp(f - f.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        labels.append((np.cumsum(p, axis=0)[s - 1]).argmax(axis=-1))  # (len(s), n)
+    labels = np.stack(labels)  # (K, len(s), n)
+    vote = (labels.mean(axis=0) > 0.5).astype(int)  # two classes; ties go to class 0
+    return {"draws": s.tolist(), "vote": (vote != yv).mean(axis=1).tolist(),
+            "mean": (labels != yv).mean(axis=2).mean(axis=0).tolist()}
+
+
+def draw_figures(res, curve: dict, out: Path, label: str) -> list[str]:
+    """Figs 4.4–4.6 of Wang 2012 from one `ahmc_cv` run."""
+    from bomcmc.diagnostics import plots
+
+    out.mkdir(parents=True, exist_ok=True)
+    made = [plots.plot_reward_surface(res, out / "reward_surface.png"),
+            plots.plot_reward_slice(res, out / "reward_slice_eta0.22.png", step_size=SLICE_ETA)]
+    plt = plots._pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
+    try:
+        ax.plot(curve["draws"], curve["vote"], color="C0", lw=1.5, label="majority vote")
+        ax.plot(curve["draws"], curve["mean"], color="C1", lw=1.2, label="fold networks' mean")
+        ax.axhline(TABLE_4_2["adaptive HMC (Wang 2012)"]["vote"], color="C3", ls="--", lw=0.8,
+                   label="Wang 2012, adaptive HMC, vote (0.0667)")
+        ax.set_xscale("log")
+        ax.set_xlabel("kept draws (after the first third of the budget)")
+        ax.set_ylabel("validation error")
+        ax.set_title(f"Dexter, {label}:\nvalidation error against the number of kept draws",
+                     fontsize=10)
+        ax.legend(fontsize=8)
+        path = out / "error_vs_draws.png"
+        fig.savefig(path, dpi=100)
+        made.append(path)
+    finally:
+        plt.close(fig)
+    return [str(p) for p in made]
+
+
 def report(rows: list[dict], budget_name: str) -> str:
     lines = [f"| method | runs | mean | median | vote (sd over seeds) |", "|---|---|---|---|---|"]
     for name, vals in TABLE_4_2.items():
@@ -142,41 +195,65 @@ def report(rows: list[dict], budget_name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--budget", choices=tuple(BUDGETS), default="small")
-    ap.add_argument("--seeds", default="0")
-    ap.add_argument("--methods", default=",".join(METHODS))
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args(argv)
-    budget = BUDGETS[args.budget]
-    X, y, Xv, yv = data(budget)
-    cv, valid = build(budget, X, y, Xv)
-    rows, t0 = [], time.time()
-    for method in args.methods.split(","):
-        for seed in map(int, args.seeds.split(",")):
-            res, max_grad = run(method, cv, budget, seed)
-            row = {"method": method, "seed": seed, "budget": args.budget,
-                   "n_grad": res.totals["n_grad"] + res.totals["n_grad_warmup"],
-                   "wall_s": res.totals["wall_s_total"],
-                   "errors": errors(cv, kept(res, max_grad), valid, yv)}
-            rows.append(row)
-            e = row["errors"]
-            print(f"{method} seed {seed}: validation error mean {e['mean']:.4f}, median "
-                  f"{e['median']:.4f}, vote {e['vote']:.4f}; {row['n_grad']} gradients, "
-                  f"{time.time() - t0:.0f} s", flush=True)
-    out = Path(args.out)
+def write(out: Path, args, budget: dict, rows: list[dict]) -> None:
+    """OUT/dexter.json (every run) and the tables of OUT/dexter.md, whose hand-written part
+    below the marker is kept."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "dexter.json").write_text(json.dumps({"budget": budget, "runs": rows}, indent=1,
                                                 default=list))
     md = out / "dexter.md"
     kept_text = md.read_text() if md.exists() else ""
     kept_text = kept_text[kept_text.index(MARKER):] if MARKER in kept_text else MARKER + "\n"
+    seeds = ",".join(str(s) for s in sorted({r["seed"] for r in rows}))
+    methods = ",".join(dict.fromkeys(r["method"] for r in rows))
     md.write_text(
         "# Dexter: validation error of the ten cross-validation networks\n\n"
-        f"`python experiments/dexter.py --budget {args.budget} --seeds {args.seeds} "
-        f"--methods {args.methods} --out {args.out}`\n\n"
+        f"`python experiments/dexter.py --budget {args.budget} --seeds {seeds} "
+        f"--methods {methods} --out {args.out}`\n\n"
         + report(rows, args.budget) + "\n" + kept_text)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budget", choices=tuple(BUDGETS), default="small")
+    ap.add_argument("--seeds", default="0")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--figures", default=None,
+                    help="draw Wang 2012's Figs 4.4–4.6 from the first ahmc_cv run here")
+    ap.add_argument("--append", action="store_true",
+                    help="add to OUT/dexter.json (same budget) instead of replacing it; a run "
+                         "of the same method and seed replaces the recorded one")
+    args = ap.parse_args(argv)
+    budget = BUDGETS[args.budget]
+    X, y, Xv, yv = data(budget)
+    cv, valid = build(budget, X, y, Xv)
+    out = Path(args.out)
+    rows, t0 = [], time.time()
+    if args.append and (out / "dexter.json").exists():
+        old = json.loads((out / "dexter.json").read_text())
+        rows = [r for r in old["runs"] if r["budget"] == args.budget]
+    figures = Path(args.figures) if args.figures else None
+    for method in args.methods.split(","):
+        for seed in map(int, args.seeds.split(",")):
+            res, max_grad = run(method, cv, budget, seed)
+            draws = kept(res, max_grad)
+            row = {"method": method, "seed": seed, "budget": args.budget,
+                   "n_grad": res.totals["n_grad"] + res.totals["n_grad_warmup"],
+                   "wall_s": res.totals["wall_s_total"],
+                   "errors": errors(cv, draws, valid, yv)}
+            if method == "ahmc_cv" and figures is not None:
+                curve = error_curve(cv, draws, valid, yv)
+                row["curve"] = curve
+                row["figures"] = draw_figures(res, curve, figures,
+                                              f"ahmc_cv, budget '{args.budget}', seed {seed}")
+                figures = None  # the first run only
+            rows = [r for r in rows if (r["method"], r["seed"]) != (method, seed)] + [row]
+            e = row["errors"]
+            write(out, args, budget, rows)  # after every run: a kill loses only the current one
+            print(f"{method} seed {seed}: validation error mean {e['mean']:.4f}, median "
+                  f"{e['median']:.4f}, vote {e['vote']:.4f}; {row['n_grad']} gradients, "
+                  f"{time.time() - t0:.0f} s", flush=True)
     return 0
 
 

@@ -19,7 +19,7 @@ def test_dexter_small_budget_runs_end_to_end(tmp_path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.main(["--budget", "small", "--methods", "ahmc_cv,neal_gibbs",
-                     "--out", str(tmp_path)]) == 0
+                     "--out", str(tmp_path), "--figures", str(tmp_path / "fig")]) == 0
     result = json.loads((tmp_path / "dexter.json").read_text())
     assert [r["method"] for r in result["runs"]] == ["ahmc_cv", "neal_gibbs"]
     budget = result["budget"]["supers"] * result["budget"]["steps"]
@@ -28,5 +28,11 @@ def test_dexter_small_budget_runs_end_to_end(tmp_path):
         assert len(e["per_network"]) == 10
         assert all(0 <= v <= 1 for v in e["per_network"] + [e["mean"], e["vote"]])
         assert budget <= r["n_grad"] < 2 * budget  # spent, and at most a chunk beyond
+    # Fig. 4.5's curve ends where the table's figures are: all kept draws averaged
+    curve = result["runs"][0]["curve"]
+    e = result["runs"][0]["errors"]
+    assert curve["vote"][-1] == e["vote"] and abs(curve["mean"][-1] - e["mean"]) < 1e-12
+    assert sorted(p.name for p in (tmp_path / "fig").iterdir()) == [
+        "error_vs_draws.png", "reward_slice_eta0.22.png", "reward_surface.png"]
     table = (tmp_path / "dexter.md").read_text()
     assert "| ahmc_cv (small) | 1 |" in table and "0.0667" in table
