@@ -115,6 +115,24 @@ def test_cv_model_is_k_independent_fold_networks():
     np.testing.assert_allclose(reward, 1 / np.mean(err), rtol=1e-10)
 
 
+def test_classification_reward_is_bounded_when_no_held_out_case_is_misclassified():
+    """1 / misclassification would be 1e300 for a super-transition that gets every held-out
+    case right; zero errors count as half a held-out case, so the reward is 2 × (held-out
+    cases of the average fold); a nonzero error is unchanged."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 1))
+    cv = CVModel(BNN(X, np.zeros(12, int), hidden=(), prior="io 1 bo 1",
+                     likelihood="binary"), folds=3)  # 4 held-out cases per fold
+    tree = cv.unravel(np.zeros(cv.dim))
+    tree["w"] = {g: np.full_like(np.asarray(v), -30.0 if g == "bo" else 0.0)
+                 for g, v in tree["w"].items()}  # p(y = 1) ≈ e^-30: every label 0 is right
+    right = np.asarray(cv.ravel(tree))[None, None]
+    assert cv_reward(cv)({"positions": right}) == pytest.approx(2 * 4)
+    tree["w"]["bo"] = np.array([[30.0], [-30.0], [-30.0]])  # fold 0 gets its 4 cases wrong
+    wrong = np.asarray(cv.ravel(tree))[None, None]
+    assert cv_reward(cv)({"positions": wrong}) == pytest.approx(1 / (4 / 4 / 3))
+
+
 def test_adaptive_gibbs_on_cv_folds_matches_each_folds_exact_posterior():
     """AHMC-Gibbs on a 2-fold CV model of a hierarchical linear regression, adapting (η, L) on
     the CV reward throughout: every fold's log-precisions and weights have the exact moments

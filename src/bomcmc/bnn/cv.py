@@ -19,7 +19,7 @@ mean of that fold's network over the super-transition's draws (all chains pooled
 cases; the error is the squared error summed over outputs and averaged over cases (Wang 2012,
 Table 4.1) for `real` targets, the misclassification rate of the averaged probabilities for
 `binary`/`class`; the folds' errors are averaged. The bandit maximises 1 / error: positive,
-bounded, and with the tuner's rescaling s = 4 / max r it becomes 4·(best error / error), so the
+bounded (no misclassification counts as half a held-out case), and with the tuner's rescaling s = 4 / max r it becomes 4·(best error / error), so the
 GP sees relative improvements whatever the units of y (docs/bnn.md).
 """
 
@@ -244,6 +244,11 @@ def cv_reward(cv: CVModel):
     of that super-transition's draws, all chains pooled) (Wang 2012 §3.2; module docstring).
     NaN (no reward) when the error is not finite or the chunk has no draws."""
     error_fn = cv.heldout_error_fn()
+    # A misclassification rate counts errors among the held-out cases: none is scored as half
+    # a case (of the average fold), so the reward stays bounded by twice the held-out cases
+    # instead of jumping to 1e300 when a lucky super-transition classifies them all.
+    held = float(np.mean(np.sum(1.0 - np.asarray(cv.masks), axis=1)))
+    floor = 1e-300 if cv.base.likelihood == "real" else 0.5 / held
 
     def reward(chunk: dict) -> float:
         pos = np.asarray(chunk["positions"])
@@ -252,7 +257,7 @@ def cv_reward(cv: CVModel):
         err = float(np.mean(error_fn(pos.reshape(-1, pos.shape[-1]))))
         if not math.isfinite(err):
             return float("nan")
-        return 1.0 / max(err, 1e-300)
+        return 1.0 / max(err, floor)
 
     reward.error_fn = error_fn
     return reward
