@@ -133,6 +133,37 @@ def test_classification_reward_is_bounded_when_no_held_out_case_is_misclassified
     assert cv_reward(cv)({"positions": wrong}) == pytest.approx(1 / (4 / 4 / 3))
 
 
+@pytest.mark.parametrize("likelihood", ["binary", "class"])
+def test_log_loss_reward_is_the_held_out_log_loss_of_the_averaged_probabilities(likelihood):
+    """reward "cv_logloss": for every fold, −log of the draw-averaged probability of each
+    held-out case's label, averaged over its held-out cases; the reward is 1 / the folds'
+    mean. Computed here from the network's outputs by hand."""
+    spec = next(m for m in MODELS if m[0] == likelihood)
+    full = _model(*spec)
+    cv = CVModel(full, folds=3)
+    draws = np.stack([np.asarray(cv.ravel(cv.stack(
+        [_random_position(full, jax.random.PRNGKey(10 * s + k)) for k in range(3)])))
+        for s in range(4)])
+    loss = cv.heldout_error_fn(batch=3, loss="logloss")(draws)
+    for k in range(3):
+        held = cv.masks[k] == 0
+        out = np.stack([np.asarray(full.apply({g: v[k] for g, v in cv.unravel(d)["w"].items()},
+                                              full.X)) for d in draws])
+        if likelihood == "binary":
+            p1 = (1 / (1 + np.exp(-out))).mean(axis=0)[:, 0]
+            p_true = np.where(full.y[:, 0] > 0.5, p1, 1 - p1)
+        else:
+            z = np.exp(out - out.max(axis=-1, keepdims=True))
+            probs = (z / z.sum(axis=-1, keepdims=True)).mean(axis=0)
+            p_true = probs[np.arange(len(full.y)), np.asarray(full.y, int)]
+        np.testing.assert_allclose(loss[k], np.mean(-np.log(p_true[held])), rtol=1e-8)
+    reward = cv_reward(cv, loss="logloss")({"positions": draws[None]})
+    np.testing.assert_allclose(reward, 1 / np.mean(loss), rtol=1e-10)
+    assert not np.allclose(loss, cv.heldout_error_fn(batch=3)(draws))  # not the error rate
+    with pytest.raises(BomcmcError, match="loss"):
+        cv.heldout_error_fn(loss="hinge")
+
+
 def test_adaptive_gibbs_on_cv_folds_matches_each_folds_exact_posterior():
     """AHMC-Gibbs on a 2-fold CV model of a hierarchical linear regression, adapting (η, L) on
     the CV reward throughout: every fold's log-precisions and weights have the exact moments

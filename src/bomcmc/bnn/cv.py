@@ -126,11 +126,17 @@ class CVModel:
         return jax.vmap(lambda t, m, X: self._fold(m, X).curvature(t))(tree, *self._data(tree))
 
     # -- the held-out error ---------------------------------------------------------------
-    def heldout_error_fn(self, batch: int = 64):
+    def heldout_error_fn(self, batch: int = 64, loss: str = "error"):
         """f(draws (S, K·dim)) -> (K,) held-out error of each fold's network, using the
         predictive mean (or probabilities) over the S draws. The draws go through one jitted
         function in padded batches of `batch`, so super-transitions of any length reuse
-        one executable."""
+        one executable. `loss`: "error" (squared error, or misclassification), or "logloss"
+        (classification only: −log of the draw-averaged probability of the true label,
+        averaged over the held-out cases; smooth where a misclassification count jumps)."""
+        if loss not in ("error", "logloss"):
+            raise BomcmcError(f"loss must be 'error' or 'logloss', got {loss!r}")
+        if loss == "logloss" and self.base.likelihood == "real":
+            raise BomcmcError("the log-loss reward needs a 'binary' or 'class' network")
         base, masks = self.base, self.masks
         held = np.asarray(1.0 - masks)  # (K, n)
         inputs = jnp.asarray(self.inputs)
@@ -163,6 +169,13 @@ class CVModel:
             y = np.asarray(base.y)
             if real:
                 per_case = np.sum((mean - y[None]) ** 2, axis=-1)
+            elif loss == "logloss":
+                if base.likelihood == "binary":
+                    p_true = np.where(y[None] > 0.5, mean, 1.0 - mean).prod(axis=-1)
+                else:
+                    p_true = np.take_along_axis(
+                        mean, y[None, :, None].astype(int).repeat(mean.shape[0], 0), -1)[..., 0]
+                per_case = -np.log(np.maximum(p_true, 1e-300))
             elif base.likelihood == "binary":
                 per_case = np.mean((mean > 0.5) != (y[None] > 0.5), axis=-1)
             else:
@@ -239,16 +252,17 @@ def fold_vote(cv: CVModel, draws, X) -> dict:
             "vote_fraction": frac[:, 0] if squeeze else frac}
 
 
-def cv_reward(cv: CVModel):
+def cv_reward(cv: CVModel, loss: str = "error"):
     """The bandit's reward for a super-transition: 1 / (mean over folds of the held-out error
-    of that super-transition's draws, all chains pooled) (Wang 2012 §3.2; module docstring).
+    of that super-transition's draws, all chains pooled) (Wang 2012 §3.2; module docstring);
+    `loss="logloss"` uses the held-out log loss instead (classification).
     NaN (no reward) when the error is not finite or the chunk has no draws."""
-    error_fn = cv.heldout_error_fn()
+    error_fn = cv.heldout_error_fn(loss=loss)
     # A misclassification rate counts errors among the held-out cases: none is scored as half
     # a case (of the average fold), so the reward stays bounded by twice the held-out cases
     # instead of jumping to 1e300 when a lucky super-transition classifies them all.
     held = float(np.mean(np.sum(1.0 - np.asarray(cv.masks), axis=1)))
-    floor = 1e-300 if cv.base.likelihood == "real" else 0.5 / held
+    floor = 0.5 / held if cv.base.likelihood != "real" and loss == "error" else 1e-300
 
     def reward(chunk: dict) -> float:
         pos = np.asarray(chunk["positions"])

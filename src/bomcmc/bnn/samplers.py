@@ -14,7 +14,8 @@ and η is what Wang's runs searched (box [0.01, 1.01] for the robot arm in Wang'
 code, `robot_arm.py`).
 
 Reward: "cv" (default when the posterior is a `bnn.cv.CVModel`): 1 / held-out error of
-the super-transition's draws (`bnn.cv.cv_reward`); "esjd" otherwise; any reward name of
+the super-transition's draws (`bnn.cv.cv_reward`); "cv_logloss": 1 / held-out log loss
+(classification); "esjd" otherwise; any reward name of
 `tuning.rewards` or a callable.
 
 Defaults (no bounds given): η ∈ [0.01, 1.0], L ∈ {10..500}, budget = 10 × the largest L
@@ -57,8 +58,8 @@ def validate_options(options: dict, cv: bool) -> dict:
                           f"got {budget!r}")
     opts["budget"] = int(budget)
     reward = opts.get("reward", "cv" if cv else "esjd")
-    if reward == "cv" and not cv:
-        raise BomcmcError("reward 'cv' needs a cross-validation posterior "
+    if reward in ("cv", "cv_logloss") and not cv:
+        raise BomcmcError(f"reward '{reward}' needs a cross-validation posterior "
                           "(bomcmc.bnn.cv.CVModel(model, folds).posterior())")
     opts["reward"] = reward
     opts.setdefault("schedule", "exponential")
@@ -71,8 +72,8 @@ def make_tuner(options: dict, spec, flat, states, *, model) -> GPBanditTuner:
     (a `CVModel` gets the cross-validation reward by default)."""
     cv = isinstance(model, CVModel)
     opts = validate_options(options, cv)
-    if opts["reward"] == "cv":
-        opts["reward"] = cv_reward(model)
+    if opts["reward"] in ("cv", "cv_logloss"):
+        opts["reward"] = cv_reward(model, loss="error" if opts["reward"] == "cv" else "logloss")
     return GPBanditTuner(seed=spec.seed, **opts)
 
 
