@@ -1,4 +1,4 @@
-"""Shared figures of the Riemann-manifold experiments (`lgcp.py`, `sv.py`): ESS of a group of
+"""Shared figures of the Riemann-manifold experiments (`lgcp.py`, `sv.py`, `rmhmc_logistic.py`):
 variables per gradient (with and without the warm-up's) and per second, and agreement of a
 run's means and sds with a reference run's."""
 

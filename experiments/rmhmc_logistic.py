@@ -25,8 +25,8 @@ import time
 import warnings
 from pathlib import Path
 
-import arviz as az
 import numpy as np
+from ess_tables import agreement, ess_figures, moments
 
 import bomcmc
 
@@ -38,18 +38,11 @@ SETTINGS = {
 }
 
 
-def ess_figures(res) -> dict:
-    beta = res.idata.posterior["beta"]
-    ess = np.asarray(az.ess(beta, method="bulk")["beta"])
-    t = res.totals
-    out = {"ess_min": float(ess.min()), "ess_median": float(np.median(ess)),
-           "ess_max": float(ess.max()), "n_grad": t["n_grad"],
-           "n_grad_warmup": t["n_grad_warmup"], "wall_s": t["wall_s"],
-           "wall_s_warmup": t["wall_s_warmup"], "accept": t["accept_mean"]}
-    for k in ("min", "median", "max"):
-        out[f"per_grad_{k}"] = out[f"ess_{k}"] / t["n_grad"]
-        out[f"per_grad_all_{k}"] = out[f"ess_{k}"] / (t["n_grad"] + t["n_grad_warmup"])
-        out[f"per_s_{k}"] = out[f"ess_{k}"] / t["wall_s"]
+def figures(res) -> dict:
+    """The shared ESS figures of β (`ess_tables.ess_figures`), the warm-up's seconds and the
+    share of fixed-point iterations that did not converge."""
+    out = ess_figures(res, ["beta"])
+    out["wall_s_warmup"] = res.totals["wall_s_warmup"]
     ss = res.idata.sample_stats
     if "fixed_point_failed" in ss:
         out["fixed_point_failed"] = float(np.mean(ss.fixed_point_failed))
@@ -57,11 +50,8 @@ def ess_figures(res) -> dict:
 
 
 def z_against(res, ref) -> float:
-    a, b = res.idata.posterior["beta"], ref.idata.posterior["beta"]
-    se = np.hypot(np.asarray(az.mcse(a, method="mean")["beta"]),
-                  np.asarray(az.mcse(b, method="mean")["beta"]))
-    diff = np.abs(np.asarray(a.mean(("chain", "draw"))) - np.asarray(b.mean(("chain", "draw"))))
-    return float(np.max(diff / se))
+    """The largest |z| of β's means against the reference run, in both runs' MCSEs."""
+    return agreement(moments(res, ["beta"]), moments(ref, ["beta"]))["max_abs_z"]
 
 
 def main(argv=None) -> int:
@@ -88,7 +78,7 @@ def main(argv=None) -> int:
                     res = bomcmc.sample(posterior=post, sampler=sampler, chains=args.chains,
                                         draws=args.draws, warmup=args.warmup, seed=seed,
                                         float64=True, progress=False, **kw)
-                row = {"dataset": ds, "sampler": sampler, "seed": seed, **ess_figures(res),
+                row = {"dataset": ds, "sampler": sampler, "seed": seed, **figures(res),
                        "z_vs_nuts": z_against(res, ref),
                        "warnings": [str(w.message).split(":")[0] for w in caught
                                     if issubclass(w.category, bomcmc.SamplingWarning)]}
