@@ -1,6 +1,6 @@
-"""Shared figures of the Riemann-manifold experiments (`lgcp.py`, `sv.py`, `rmhmc_logistic.py`):
-variables per gradient (with and without the warm-up's) and per second, and agreement of a
-run's means and sds with a reference run's."""
+"""Shared figures of the Riemann-manifold experiments (`lgcp.py`, `sv.py`,
+`rmhmc_logistic.py`): ESS of a group of variables per gradient (with and without the
+warm-up's) and per second, and agreement of a run's means and sds with a reference run's."""
 
 from __future__ import annotations
 
