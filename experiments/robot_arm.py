@@ -20,7 +20,16 @@ discarded:
   code, `robot_arm.py`), with FBM's `sample-sigmas` Gibbs updates every transition;
 - `neal_gibbs_fbm`: the same with the third step of FBM's generic recipe, `hybrid 2000 0.5`;
 - `nuts`: NUTS on the joint posterior of (log τ, w), Stan's warm-up (300 transitions);
-- `nuts_gibbs`: Gibbs draws of the precisions, then NUTS on the weights (if installed).
+- `nuts_gibbs`: Gibbs draws of the precisions, then NUTS on the weights (if installed);
+- `neal_gibbs_ard`: `neal_gibbs` with automatic relevance determination (Table 4.1's "Neal
+  HMC with ARD"): one more precision level for the input-to-hidden weights, one per input,
+  Gamma with shape 1 around the group's precision (`ih 0.1:0.1:1`; docs/robot_arm.md).
+
+For `ahmc_cv` the report also gives Wang's statistic, the median and mean of the 8 fold
+networks' individual test errors (each network's own posterior predictive mean), beside the
+pooled prediction. `--figures DIR` draws Figs 4.1–4.3 from the first `ahmc_cv` run: the
+learned reward surface with the tried points, the slice at L = 1500 with the acquisition,
+and the test error against the number of kept draws.
 
 Writes OUT/robot_arm.md (tables: median and mean ± sd of the test error over seeds, against
 Table 4.1) and OUT/robot_arm.json (every run). The methods recorded before the samplers were
@@ -44,7 +53,10 @@ METHODS = {  # name: estimator keyword arguments
     "neal_gibbs_fbm": dict(sampler="neal_gibbs", step_size=0.5, steps=2000),
     "nuts": dict(sampler="nuts", nuts_warmup=300),
     "nuts_gibbs": dict(sampler="nuts_gibbs", nuts_warmup=300),
+    "neal_gibbs_ard": dict(sampler="neal_gibbs", step_size=0.1, steps=500,
+                           prior="ih 0.1:0.1:1 bh 0.1:0.1 ho x0.1:0.1 bo 1"),
 }
+SLICE_L = 1500  # Wang 2012, Fig. 4.2
 OLD_NAMES = {"ahmc-cv": "ahmc_cv", "neal": "neal_gibbs", "neal-fbm": "neal_gibbs_fbm",
              "nuts-gibbs": "nuts_gibbs"}  # as recorded in robot_arm.json before the rename
 
@@ -64,7 +76,56 @@ TABLE_4_1 = [
 ]
 
 
-def run_one(method: str, budget: str, seed: int, workdir: Path) -> dict:
+def error_curve(reg, Xt, yt, points: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """Test error of the predictive mean of the first s kept draws, for s on a log grid
+    (Wang 2012, Fig. 4.3); with CV, a draw's prediction is the mean of its fold networks."""
+    from bomcmc.bnn.predict import forward
+
+    f = forward(reg.model_, reg.draws_(), Xt)  # (S·K, n, 2), draw-major
+    folds = reg.cv_.folds if reg.cv_ is not None else 1
+    f = f.reshape((-1, folds) + f.shape[1:]).mean(axis=1)
+    s = np.unique(np.geomspace(1, len(f), points).astype(int))
+    running = np.cumsum(f, axis=0)[s - 1] / s[:, None, None]
+    return s, np.mean(np.sum((running - yt) ** 2, axis=2), axis=1)
+
+
+def fold_errors(reg, Xt, yt) -> list[float]:
+    """Each fold network's own test error (Wang 2012 §4.1's per-network statistic)."""
+    return [float(np.mean(np.sum((m - yt) ** 2, axis=1))) for m in reg.predict_folds(Xt)]
+
+
+def draw_figures(reg, Xt, yt, out: Path, label: str) -> list[str]:
+    """Figs 4.1–4.3 of Wang 2012 from one fitted `ahmc_cv` regressor."""
+    from bomcmc.diagnostics import plots
+
+    out.mkdir(parents=True, exist_ok=True)
+    made = [plots.plot_reward_surface(reg.result_, out / "reward_surface.png"),
+            plots.plot_reward_slice(reg.result_, out / "reward_slice_L1500.png", steps=SLICE_L)]
+    s, err = error_curve(reg, Xt, yt)
+    plt = plots._pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
+    try:
+        ax.plot(s, err, color="C0", lw=1.5, label="pooled predictive mean")
+        ax.axhline(TABLE_4_1[-1][1], color="C3", ls="--", lw=0.8,
+                   label=f"Wang 2012, adaptive HMC ({TABLE_4_1[-1][1]})")
+        ax.axhline(TABLE_4_1[2][1], color="0.4", ls=":", lw=0.8,
+                   label=f"Neal 1996 HMC ({TABLE_4_1[2][1]})")
+        ax.set_xscale("log")
+        ax.set_xlabel("kept draws (after the first third of the budget)")
+        ax.set_ylabel("test error")
+        ax.set_title(f"robot arm, {label}:\ntest error against the number of kept draws",
+                     fontsize=10)
+        ax.legend(fontsize=8)
+        path = out / "error_vs_draws.png"
+        fig.savefig(path, dpi=100)
+        made.append(path)
+    finally:
+        plt.close(fig)
+    return [str(p) for p in made]
+
+
+def run_one(method: str, budget: str, seed: int, workdir: Path,
+            figures: Path | None = None) -> dict:
     from bomcmc import BayesianMLPRegressor
     from bomcmc.datasets import robot_arm, robot_arm_truth
     from bomcmc.cli.demo import BUDGETS, NOISE, PRIOR
@@ -73,11 +134,12 @@ def run_one(method: str, budget: str, seed: int, workdir: Path) -> dict:
     Xt, yt = robot_arm("test")
     n_super, steps, l_max = BUDGETS[budget]
     t0 = time.perf_counter()
-    reg = BayesianMLPRegressor(hidden=(16,), prior=PRIOR, noise=NOISE, chains=1,
+    kwargs = {"prior": PRIOR, **METHODS[method]}
+    reg = BayesianMLPRegressor(hidden=(16,), noise=NOISE, chains=1,
                                super_transitions=n_super, budget=steps, burn_in=1 / 3,
                                eps_bounds=(0.01, 1.01), steps_bounds=(20, l_max), seed=seed,
                                out=workdir / f"{method}-{seed}", progress=False,
-                               overwrite=True, **METHODS[method])
+                               overwrite=True, **kwargs)
     from bomcmc.errors import BomcmcError
 
     try:
@@ -100,13 +162,31 @@ def run_one(method: str, budget: str, seed: int, workdir: Path) -> dict:
         t = idata.tuning
         out["eta_L_last"] = [float(t["eps"].values[-1]), int(t["L"].values[-1])]
         out["bo_steps"] = int(t.sizes["step"])
+    if reg.cv_ is not None:
+        out["fold_errors"] = fold_errors(reg, Xt, yt)
+        if figures is not None:
+            out["figures"] = draw_figures(reg, Xt, yt, figures, f"{method}, budget '{budget}', "
+                                                               f"seed {seed}")
     print(json.dumps(out), flush=True)
     return out
+
+
+def _key(run: dict) -> tuple:
+    return method_name(run["method"]), run["budget"], run["seed"]
 
 
 def _stats(v):
     v = np.asarray(v, float)
     return float(np.median(v)), float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+
+
+def _fold_stat(runs: list[dict]) -> str:
+    """Wang's statistic over a method's runs: the median and the mean of every fold network's
+    own test error (all seeds pooled); '–' for single-network methods."""
+    errs = [e for r in runs for e in r.get("fold_errors", [])]
+    if not errs:
+        return "–"
+    return f"{np.median(errs):.5f} / {np.mean(errs):.5f} ({len(errs)} networks)"
 
 
 def write_report(results: list[dict], out: Path, cmd: str) -> None:
@@ -125,14 +205,16 @@ def write_report(results: list[dict], out: Path, cmd: str) -> None:
         rs = [r for r in results if r["budget"] == b]
         lines += [f"## Budget '{b}': {rs[0]['n_grad']:,}-ish gradient evaluations per chain", "",
                   "| method | seeds | median | mean ± sd | per-seed errors | wall s (mean) | "
-                  "acceptance |", "| --- | --- | --- | --- | --- | --- | --- |"]
+                  "acceptance | fold networks: median / mean |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for m in dict.fromkeys(method_name(r["method"]) for r in rs):
             mr = [r for r in rs if method_name(r["method"]) == m]
             med, mu, sd = _stats([r["test_error"] for r in mr])
             errs = ", ".join(f"{r['test_error']:.5f}" for r in mr)
             lines.append(f"| {m} | {len(mr)} | {med:.5f} | {mu:.5f} ± {sd:.5f} | {errs} | "
                          f"{np.mean([r['wall_s'] for r in mr]):.0f} | "
-                         f"{np.mean([r['accept_mean'] for r in mr]):.2f} |")
+                         f"{np.mean([r['accept_mean'] for r in mr]):.2f} | "
+                         f"{_fold_stat(mr)} |")
         lines.append("")
     for r in failed:
         lines.append(f"- {method_name(r['method'])} (budget '{r['budget']}', seed {r['seed']}) "
@@ -152,8 +234,11 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--methods", default="ahmc_cv,neal_gibbs,nuts")
     p.add_argument("--out", default="docs")
+    p.add_argument("--figures", default=None,
+                   help="draw Wang 2012's Figs 4.1–4.3 from the first ahmc_cv run into this folder")
     p.add_argument("--append", action="store_true",
-                   help="add to OUT/robot_arm.json instead of replacing it")
+                   help="add to OUT/robot_arm.json instead of replacing it (a run of the same "
+                        "method, budget and seed replaces the recorded one)")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -168,7 +253,11 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):
             for m in methods:
-                results.append(run_one(m, args.budget, seed, Path(tmp)))
+                figures = None
+                if args.figures and m == "ahmc_cv" and seed == 0:
+                    figures = Path(args.figures)
+                run = run_one(m, args.budget, seed, Path(tmp), figures)
+                results = [r for r in results if _key(r) != _key(run)] + [run]  # a re-run replaces
                 results_path.write_text(json.dumps(results, indent=1))
                 write_report(results, out, cmd)
     return 0
