@@ -1,5 +1,7 @@
 #!/usr/bin/env python
-"""Side-by-side sampler benchmark: bomcmc HMC and NUTS vs NumPyro NUTS vs BlackJAX NUTS.
+"""Side-by-side sampler benchmark: bomcmc HMC and NUTS vs NumPyro NUTS vs BlackJAX NUTS
+and BlackJAX's self-tuning samplers (ChEES-HMC, MEADS, MAMS, NUTS with a low-rank metric;
+benchmarks/peers_blackjax.py).
 
     python benchmarks/run.py --posteriors logistic-german \
         --samplers bomcmc-hmc,numpyro-nuts,blackjax-nuts --chains 4 --draws 1000 \
@@ -23,7 +25,10 @@ evaluation of `vmap(grad(logdensity))` over the same chains, N times inside one 
 `vmap(value_and_grad(logdensity))` with the value kept live, which is what HMC and NUTS
 evaluate and which on XLA CPU can be the faster program of the two. When bomcmc-nuts runs
 next to another NUTS, a summary gives bomcmc ÷ NumPyro and ÷ BlackJAX of min ESS/grad and
-min ESS/s per posterior and the checks ESS/s ≥ 1×, ESS/grad within ±20 %.
+min ESS/s per posterior and the checks ESS/s ≥ 1×, ESS/grad within ±20 %. Every run also
+reports ESS per 1000 gradients with and without the warm-up's gradients, its largest R-hat,
+and how far its posterior means are from a reference (the exact means where bomcmc has them,
+else a long bomcmc NUTS run) as max |z| in MCSE units, flagged above 4.
 
 NumPyro and BlackJAX are used only here (the optional `bench` extra) and imported lazily.
 """
@@ -52,7 +57,10 @@ RESULTS_DIR = ROOT / "benchmarks" / "results"
 DOC_PATH = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- BEGIN GENERATED (benchmarks/run.py) -->", "<!-- END GENERATED -->"
 
-ALL_SAMPLERS = ("bomcmc-hmc", "bomcmc-nuts", "numpyro-nuts", "blackjax-nuts", "bare-hmc")
+# BlackJAX's self-tuning samplers, run by benchmarks/peers_blackjax.py
+PEER_SAMPLERS = ("blackjax-chees", "blackjax-meads", "blackjax-mams", "blackjax-nuts-lowrank")
+ALL_SAMPLERS = ("bomcmc-hmc", "bomcmc-nuts", "numpyro-nuts", "blackjax-nuts",
+                "bare-hmc") + PEER_SAMPLERS
 DEFAULT_SAMPLERS = "bomcmc-hmc,numpyro-nuts,blackjax-nuts"
 NUTS_SAMPLERS = ("bomcmc-nuts", "numpyro-nuts", "blackjax-nuts")
 
@@ -101,6 +109,14 @@ def _median_tree(records: list):
         finite = [x for x in nums if math.isfinite(x)]
         return float(statistics.median(finite)) if finite else None
     return first
+
+
+def _median_with_flags(records: list) -> dict:
+    """_median_tree, with the correctness flag raised when any repeat raised it."""
+    med = _median_tree(records)
+    if any("mean_z_flag" in r for r in records):
+        med["mean_z_flag"] = any(bool(r.get("mean_z_flag")) for r in records)
+    return med
 
 
 def _clean(x):
@@ -235,6 +251,78 @@ def _ess_from_draws(draws: np.ndarray) -> np.ndarray:
     return flat_ess(az.from_dict(posterior={"x": np.asarray(draws)}))
 
 
+def _draw_moments(draws: np.ndarray) -> dict:
+    """draws (chains, draws, d) -> per coordinate: mean, sd, MCSE of the mean (ArviZ), and
+    rank-normalised split R-hat (ArviZ)."""
+    import arviz as az
+
+    x = np.asarray(draws, dtype=np.float64)
+    ds = az.convert_to_dataset({"x": x})
+    flat = x.reshape(-1, x.shape[-1])
+    return {"mean": flat.mean(axis=0), "sd": flat.std(axis=0, ddof=1),
+            "mcse": np.asarray(az.mcse(ds, method="mean")["x"]),
+            "rhat": np.asarray(az.rhat(ds)["x"])}
+
+
+# a run's posterior means are flagged when some coordinate is further than this many MCSEs
+# (run's and reference's combined) from the reference
+Z_FLAG = 4.0
+
+
+def summarize_draws(raw: dict, ref: dict | None) -> dict:
+    """Replace a runner's `draws` by what the figures need: bulk ESS per coordinate,
+    R-hat, and the comparison of the posterior means with the reference `ref` ({"mean",
+    "mcse", "source"} per coordinate, or None): z_i = |mean_i − ref_i| / sqrt(MCSE_i² +
+    ref MCSE_i²), reported as max |z| and flagged above Z_FLAG. A runner's `grad_steps`
+    ((C, D) gradients per draw) gives the lockstep factor when the runner did not."""
+    draws = np.asarray(raw.pop("draws"))
+    steps = raw.pop("grad_steps", None)
+    if steps is not None and "lockstep_factor" not in raw:
+        raw["lockstep_factor"] = _lockstep_factor(steps)
+    raw["ess"] = _ess_from_draws(draws)
+    mom = _draw_moments(draws)
+    raw["rhat_max"] = float(np.nanmax(mom["rhat"]))
+    if ref is not None:
+        z = np.abs(mom["mean"] - ref["mean"]) / np.hypot(mom["mcse"], ref["mcse"])
+        raw["mean_z_max"] = float(np.nanmax(z))
+        raw["mean_z_flag"] = bool(not np.all(z <= Z_FLAG))
+        raw["mean_z_coord"] = int(np.nanargmax(z))
+        raw["sd_rel_err_max"] = (float(np.max(np.abs(mom["sd"] / ref["sd"] - 1.0)))
+                                 if ref.get("sd") is not None else None)
+        raw["reference_source"] = ref["source"]
+    return raw
+
+
+def reference_moments(name: str, post, flat, args) -> dict | None:
+    """The reference each run's posterior means are checked against: the posterior's exact
+    mean (and covariance) when bomcmc ships them (`Posterior.meta["mean"]`, e.g. the
+    Gaussians), else the means and MCSEs of one long bomcmc NUTS run (`--reference-draws`
+    per chain, `--reference-chains` chains, 1000 warm-up, seed 10 000 + `--seed`, so other
+    draws than any benchmarked run); None with --reference-draws 0."""
+    meta = getattr(post, "meta", None) or {}
+    mean = meta.get("mean")
+    if mean is not None and np.size(mean) == flat.dim:
+        cov = meta.get("cov")
+        sd = np.sqrt(np.diag(np.asarray(cov))) if cov is not None else None
+        return {"mean": np.asarray(mean, float).ravel(), "mcse": np.zeros(flat.dim),
+                "sd": sd, "source": "exact moments (Posterior.meta)"}
+    if args.reference_draws <= 0:
+        return None
+    import bomcmc
+
+    seed = 10_000 + args.seed
+    res = bomcmc.sample(posterior=name, sampler="nuts", chains=args.reference_chains,
+                        draws=args.reference_draws, warmup=1000, seed=seed, progress=False,
+                        float64=args.float64, adapt="window",
+                        target_accept=NUTS_TARGET_ACCEPT, max_tree_depth=NUTS_MAX_TREE_DEPTH,
+                        dense_mass=NUTS_DENSE_MASS)
+    mom = _draw_moments(_bomcmc_flat_draws(res, flat))
+    return {"mean": mom["mean"], "mcse": mom["mcse"], "sd": mom["sd"],
+            "source": (f"bomcmc NUTS, {args.reference_chains} chains × "
+                       f"{args.reference_draws} draws (1000 warm-up), seed {seed}; "
+                       f"R-hat max {np.nanmax(mom['rhat']):.3f}")}
+
+
 def _bomcmc_flat_draws(res, flat) -> np.ndarray:
     """bomcmc's draws of the sampled coordinates, (chains, draws, d) in the flat order the
     other samplers see. A posterior with a `constrain` keeps them in the InferenceData's
@@ -269,7 +357,7 @@ def run_bomcmc(ctx, seed: int) -> dict:
     t = res.totals
     steps = np.asarray(res.idata.sample_stats["n_grad"])
     return {
-        "ess": _ess_from_draws(_bomcmc_flat_draws(res, ctx["flat"])),
+        "draws": _bomcmc_flat_draws(res, ctx["flat"]),
         "n_grad": int(t["n_grad"]),
         "n_grad_warmup": int(t["n_grad_warmup"]),
         "wall_s": float(t["wall_s"]),
@@ -304,7 +392,7 @@ def run_bomcmc_nuts(ctx, seed: int) -> dict:
     steps = np.asarray(ss["n_grad"])
     eps = np.asarray(ss["step_size"])[:, -1]  # per chain: the adapted ε used while sampling
     return {
-        "ess": _ess_from_draws(_bomcmc_flat_draws(res, ctx["flat"])),
+        "draws": _bomcmc_flat_draws(res, ctx["flat"]),
         "n_grad": int(t["n_grad"]),
         "n_grad_warmup": int(t["n_grad_warmup"]),
         "wall_s": float(t["wall_s"]),
@@ -354,7 +442,7 @@ def run_numpyro(ctx, seed: int) -> dict:
     steps = extra["num_steps"]
     step_size = np.asarray(mcmc.last_state.adapt_state.step_size).ravel()
     return {
-        "ess": _ess_from_draws(draws),
+        "draws": draws,
         "n_grad": int(steps.sum()),
         "n_grad_warmup": int(warm_steps.sum()),
         "wall_s": (s1 - s0) - comp_s,
@@ -426,7 +514,7 @@ def run_blackjax(ctx, seed: int) -> dict:
     steps = np.asarray(steps).T  # (C, D)
     e2e = time.perf_counter() - t_start
     return {
-        "ess": _ess_from_draws(draws),
+        "draws": draws,
         "n_grad": int(steps.sum()),
         "n_grad_warmup": int(np.asarray(warm_steps).sum()),
         "wall_s": wall_s,
@@ -500,7 +588,7 @@ def run_bare_hmc(ctx, seed: int) -> dict:
     draws = np.swapaxes(np.asarray(pos), 0, 1)
     e2e = time.perf_counter() - t_start
     return {
-        "ess": _ess_from_draws(draws),
+        "draws": draws,
         "n_grad": C * D * L,
         "n_grad_warmup": C * W * L,
         "wall_s": wall_s,
@@ -516,26 +604,55 @@ def run_bare_hmc(ctx, seed: int) -> dict:
     }
 
 
+def _peers_blackjax():
+    """benchmarks/peers_blackjax.py (BlackJAX's self-tuning samplers), loaded from its path
+    so this script works both run directly and imported from a file path."""
+    import importlib.util
+
+    name = "peers_blackjax"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+def _peer(name: str):
+    return lambda ctx, seed: _peers_blackjax().RUNNERS[name](ctx, seed)
+
+
 RUNNERS = {"bomcmc-hmc": run_bomcmc, "bomcmc-nuts": run_bomcmc_nuts,
            "numpyro-nuts": run_numpyro, "blackjax-nuts": run_blackjax,
-           "bare-hmc": run_bare_hmc}
+           "bare-hmc": run_bare_hmc,
+           **{name: _peer(name) for name in PEER_SAMPLERS}}
 
 
 def figures(raw: dict, chains: int, floor_s: float, floor_vg_s: float) -> dict:
     """Derived figures of one run."""
     ess = raw.pop("ess")
     n_grad, wall = raw["n_grad"], raw["wall_s"]
-    per_chain = n_grad / chains
+    # a sampler may run more chains than asked (blackjax-meads: 16 per fold); its overhead
+    # ratio against floors timed for the asked chains would compare different programs
+    chains_run = raw.get("chains_run", chains)
+    per_chain = n_grad / chains_run
+    if chains_run != chains:
+        floor_s = floor_vg_s = None
     out = dict(raw)
     out["ess_bulk"] = _mmm(ess)
     out["ess_per_grad"] = _mmm(ess / n_grad) if n_grad > 0 else _mmm([])
     out["ess_per_s"] = _mmm(ess / wall) if wall > 0 else _mmm([])
+    # ESS per 1000 gradients, of the sampling phase alone and of warm-up + sampling
+    out["ess_per_kgrad"] = _mmm(1000 * ess / n_grad) if n_grad > 0 else _mmm([])
+    total = n_grad + (raw.get("n_grad_warmup") or 0)
+    out["ess_per_kgrad_incl_warmup"] = _mmm(1000 * ess / total) if total > 0 else _mmm([])
     out["grads_per_chain"] = per_chain
     out["s_per_grad_per_chain"] = wall / per_chain if per_chain > 0 else None
     out["floor_s"] = floor_s
-    out["overhead_ratio"] = (wall / per_chain) / floor_s if per_chain > 0 else None
+    out["overhead_ratio"] = (wall / per_chain) / floor_s if per_chain > 0 and floor_s else None
     out["floor_vg_s"] = floor_vg_s
-    out["overhead_ratio_vg"] = (wall / per_chain) / floor_vg_s if per_chain > 0 else None
+    out["overhead_ratio_vg"] = ((wall / per_chain) / floor_vg_s
+                                if per_chain > 0 and floor_vg_s else None)
     lf = raw.get("lockstep_factor")
     out["overhead_ratio_lockstep_adjusted"] = (
         out["overhead_ratio"] / lf if out["overhead_ratio"] and lf else None)
@@ -649,6 +766,11 @@ def _mmm_str(d, fmt="{:.3g}"):
     return " / ".join(_f(d.get(k), fmt) for k in ("min", "median", "max"))
 
 
+def _mm_str(d, fmt="{:.3g}"):
+    d = d or {}
+    return " / ".join(_f(d.get(k), fmt) for k in ("min", "median"))
+
+
 def nuts_comparison(result: dict) -> dict:
     """Per posterior, bomcmc-nuts ÷ NumPyro and ÷ BlackJAX of min ESS per gradient and of
     min ESS per second (each the median over repeats first, then the ratio; the per-repeat
@@ -753,6 +875,33 @@ def render_nuts_summary(result: dict, title: str = "NUTS: bomcmc ÷ NumPyro and 
     return lines + [""]
 
 
+def render_efficiency(post: dict) -> list[str]:
+    """Per posterior: ESS per 1000 gradients with and without the warm-up's gradients, ESS
+    per second, R-hat and the check of the posterior means against the reference. Empty for
+    results written before these figures existed."""
+    if not any("ess_per_kgrad" in s["median"] for s in post["samplers"].values()):
+        return []
+    ref = post.get("reference") or {}
+    lines = ["", "ESS per 1000 gradients (min / median over coordinates) of the sampling "
+             "phase and of warm-up + sampling; max R-hat (ArviZ rank-normalised split R-hat); "
+             f"max over coordinates of |mean − reference| / MCSE (flagged above {Z_FLAG:g}). "
+             f"Reference: {ref.get('source', 'none')}.", "",
+             "| sampler | ESS/1000 grads, sampling | ESS/1000 grads, incl. warm-up "
+             "| ESS/s min / med | warm-up grads | sampling grads | max R-hat | max \\|z\\| |",
+             "|---|---|---|---|---|---|---|---|"]
+    for sname, s in post["samplers"].items():
+        md = s["median"]
+        z = _f(md.get("mean_z_max"), "{:.2f}")
+        if md.get("mean_z_flag"):
+            z = f"**{z} (> {Z_FLAG:g})**"
+        lines.append(
+            f"| {sname} | {_mm_str(md.get('ess_per_kgrad'))} "
+            f"| {_mm_str(md.get('ess_per_kgrad_incl_warmup'))} "
+            f"| {_mm_str(md.get('ess_per_s'))} | {_f(md.get('n_grad_warmup'), '{:.0f}')} "
+            f"| {_f(md.get('n_grad'), '{:.0f}')} | {_f(md.get('rhat_max'), '{:.3f}')} | {z} |")
+    return lines
+
+
 def render(result: dict) -> str:
     m, a = result["meta"], result["meta"]["args"]
     v, mach = m["versions"], m["machine"]
@@ -794,7 +943,8 @@ def render(result: dict) -> str:
                      f"adapted ε {_f(sc['median'])} [{_f(sc['min'])}, {_f(sc['max'])}]"
                      if sc and sc.get("median") is not None else
                      f"adapted ε≈{_f(md.get('step_size'))}")
-            gpd = md["n_grad"] / (a["chains"] * a["draws"]) if md.get("n_grad") else None
+            gpd = (md["n_grad"] / ((md.get("chains_run") or a["chains"]) * a["draws"])
+                   if md.get("n_grad") else None)
             vg = md.get("overhead_ratio_vg")
             lf = md.get("lockstep_factor")
             floors = (f"{_f(md['floor_s'] * 1e6 if md.get('floor_s') else None, '{:.1f}')} / "
@@ -809,6 +959,7 @@ def render(result: dict) -> str:
                 f"| **{_f(md.get('overhead_ratio'), '{:.2f}')}** | {_f(vg, '{:.2f}')} "
                 f"| {_f(lf, '{:.2f}')} | {_f(vg / lf if vg and lf else None, '{:.2f}')} |"
             )
+        lines += render_efficiency(post)
         per_rep = []
         for sname, s in post["samplers"].items():
             ratios = ", ".join(f"{_f(r.get('overhead_ratio'), '{:.2f}')} "
@@ -954,6 +1105,11 @@ def parse_args(argv=None):
                    help="HMC step size for every posterior (default: the table in this file)")
     p.add_argument("--steps", type=int, default=None, help="HMC leapfrog steps L")
     p.add_argument("--float64", action="store_true")
+    p.add_argument("--reference-draws", type=int, default=10000,
+                   help="draws per chain of the bomcmc NUTS reference run that every run's "
+                        "posterior means are checked against, for posteriors without exact "
+                        "moments (0: no check for those)")
+    p.add_argument("--reference-chains", type=int, default=8)
     p.add_argument("--floor-evals", type=int, default=20000,
                    help="gradient evaluations in the floor's fori_loop")
     p.add_argument("--tag", default=None, help="results file name (default: a timestamp)")
@@ -981,7 +1137,7 @@ def main(argv=None) -> int:
     for s in samplers:  # fail fast, before any sampling, if an optional library is missing
         if s == "numpyro-nuts":
             _need("numpyro")
-        if s == "blackjax-nuts":
+        if s.startswith("blackjax-"):
             _need("blackjax")
 
     import jax
@@ -1022,9 +1178,16 @@ def main(argv=None) -> int:
                                 args.chains)
         floor_fn = make_floor(flat.logdensity_fn, starts, args.floor_evals)
         floor_vg_fn = make_floor(flat.logdensity_fn, starts, args.floor_evals, with_value=True)
+        t_ref = time.perf_counter()
+        ref = reference_moments(name, post, flat, args)
+        if ref is not None:
+            print(f"[{name}] reference: {ref['source']} ({time.perf_counter() - t_ref:.1f}s)",
+                  flush=True)
         ctx = {"name": name, "flat": flat, "logdensity": flat.logdensity_fn, "starts": starts,
                "chains": args.chains, "draws": args.draws, "warmup": args.warmup,
-               "knobs": knobs, "float64": args.float64, "clock": clock}
+               "knobs": knobs, "float64": args.float64, "clock": clock,
+               "nuts_target_accept": NUTS_TARGET_ACCEPT,
+               "nuts_max_tree_depth": NUTS_MAX_TREE_DEPTH}
         per = {s: [] for s in samplers}
         for rep in range(args.repeats):
             # each repeat r: seed + r, and the starting points bomcmc draws for that seed
@@ -1035,7 +1198,7 @@ def main(argv=None) -> int:
                 # may be shared) and the mean used
                 fb = time_floor(floor_fn, starts, args.floor_evals)
                 vb = time_floor(floor_vg_fn, starts, args.floor_evals)
-                raw = RUNNERS[s](ctx, args.seed + rep)
+                raw = summarize_draws(RUNNERS[s](ctx, args.seed + rep), ref)
                 va = time_floor(floor_vg_fn, starts, args.floor_evals)
                 fa = time_floor(floor_fn, starts, args.floor_evals)
                 raw["floor_s_before"], raw["floor_s_after"] = fb, fa
@@ -1043,16 +1206,25 @@ def main(argv=None) -> int:
                 fig = figures(raw, args.chains, 0.5 * (fb + fa), 0.5 * (vb + va))
                 per[s].append(fig)
                 print(f"[{name}] rep {rep + 1}/{args.repeats} {s:14s} "
-                      f"ratio={fig['overhead_ratio']:.2f} (vg {fig['overhead_ratio_vg']:.2f}) "
+                      f"ratio={_f(fig['overhead_ratio'], '{:.2f}')} "
+                      f"(vg {_f(fig['overhead_ratio_vg'], '{:.2f}')}) "
                       f"ESS/grad(min)={fig['ess_per_grad']['min']:.3g} "
                       f"ESS/s(min)={fig['ess_per_s']['min']:.3g} "
                       f"sampling={fig['wall_s']:.2f}s e2e={fig['end_to_end_s']:.1f}s "
-                      f"floor={fig['floor_s'] * 1e6:.1f}us (vg {fig['floor_vg_s'] * 1e6:.1f}us) "
+                      f"floor={0.5 * (fb + fa) * 1e6:.1f}us (vg {0.5 * (vb + va) * 1e6:.1f}us) "
                       f"acc={fig['accept_mean']:.2f} "
-                      f"div={fig['divergences']}", flush=True)
+                      f"div={fig['divergences']} "
+                      f"ESS/kgrad min/med={_mm_str(fig['ess_per_kgrad'])} "
+                      f"(incl. warm-up {_mm_str(fig['ess_per_kgrad_incl_warmup'])}) "
+                      f"rhat={fig['rhat_max']:.3f} "
+                      f"max|z|={_f(fig.get('mean_z_max'), '{:.2f}')}"
+                      f"{' FLAG' if fig.get('mean_z_flag') else ''}", flush=True)
         result["posteriors"][name] = {
             "dim": flat.dim,
-            "samplers": {s: {"median": _median_tree(per[s]), "repeats": per[s]}
+            "reference": None if ref is None else {
+                "source": ref["source"], "mean": ref["mean"], "mcse": ref["mcse"],
+                "sd": ref.get("sd")},
+            "samplers": {s: {"median": _median_with_flags(per[s]), "repeats": per[s]}
                          for s in samplers},
         }
 

@@ -1,0 +1,155 @@
+"""BlackJAX's self-tuning samplers as benchmarks/run.py runs them (benchmarks/peers_blackjax.py)
+sample a correlated, ill-conditioned 8-d Gaussian correctly and count their gradients right.
+
+Target: N(m, Σ), standard deviations log-spaced over [0.1, 3], correlations from a random
+rotation with correlation-matrix eigenvalues spread over [0.1, 1.9] (condition number of Σ
+about 1.8e3), a non-zero mean; chains start at m + uniform(−2, 2) (the posterior's
+initializer), as in the harness. Per sampler:
+
+- every coordinate's mean within Z_MAX = 4 MCSE (ArviZ) of the true mean;
+- every coordinate's sample variance within a relative margin of the true one, the margin
+  measured first over seeds 0-4 (the largest relative error seen is in each test's comment)
+  and set at about twice that;
+- R-hat below 1.05;
+- gradient counts: positive, at least one (two for MAMS: isokinetic McLachlan) per sampling
+  transition and chain, and equal to the log density evaluations actually made, counted by a
+  `jax.debug.callback` inside the log density: reported warm-up + sampling gradients + one
+  evaluation per chain at the start. Vmapped chains that take different numbers of steps
+  (MAMS, NUTS) evaluate in lockstep, so those two are counted on a separate one-chain run.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bomcmc.models.gaussians import mvn
+from bomcmc.posterior import flatten
+
+ROOT = Path(__file__).resolve().parents[1]
+Z_MAX = 4.0
+
+
+def _peers():
+    spec = importlib.util.spec_from_file_location(
+        "peers_blackjax", ROOT / "benchmarks" / "peers_blackjax.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+P = _peers()
+
+
+def _target(d: int = 8):
+    rng = np.random.default_rng(20240601)
+    sd = np.logspace(np.log10(0.1), np.log10(3.0), d)
+    q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    corr = q @ np.diag(np.linspace(0.1, 1.9, d)) @ q.T
+    corr /= np.sqrt(np.outer(np.diag(corr), np.diag(corr)))
+    mean = rng.normal(size=d)
+    return mvn("peers-test-gauss", mean, corr * np.outer(sd, sd))
+
+
+POST = _target()
+FLAT = flatten(POST)
+MEAN, COV = POST.meta["mean"], POST.meta["cov"]
+
+
+def _ctx(chains, warmup, draws, seed, counting=False):
+    """The context run.py hands a runner, optionally with a log density that counts its
+    evaluations (returns the counter too)."""
+    calls = [0]
+
+    def count(_):
+        calls[0] += 1
+
+    def logdensity(x):
+        jax.debug.callback(count, x[0])
+        return FLAT.logdensity_fn(x)
+
+    starts = FLAT.init_flat(jax.random.fold_in(jax.random.PRNGKey(seed), 0), chains)
+    ctx = {"logdensity": logdensity if counting else FLAT.logdensity_fn, "starts": starts,
+           "flat": FLAT, "chains": chains, "warmup": warmup, "draws": draws}
+    return ctx, calls
+
+
+def run(name, chains, warmup, draws, seed, counting=False):
+    ctx, calls = _ctx(chains, warmup, draws, seed, counting)
+    raw = P.RUNNERS[name](ctx, seed)
+    jax.effects_barrier()
+    return raw, calls[0]
+
+
+def errors(draws):
+    """(max |z| of the means, max relative error of the variances, max R-hat)."""
+    ds = az.convert_to_dataset({"x": np.asarray(draws)})
+    mcse = np.asarray(az.mcse(ds, method="mean")["x"])
+    flat = np.asarray(draws).reshape(-1, draws.shape[-1])
+    z = np.abs(flat.mean(axis=0) - MEAN) / mcse
+    var_err = np.abs(flat.var(axis=0, ddof=1) / np.diag(COV) - 1.0)
+    return float(z.max()), float(var_err.max()), float(np.asarray(az.rhat(ds)["x"]).max())
+
+
+def check(raw, calls, var_tol, grads_per_transition=1):
+    z, var_err, rhat = errors(raw["draws"])
+    C = raw.get("chains_run", raw["draws"].shape[0])
+    D = raw["draws"].shape[1]
+    assert z < Z_MAX, f"posterior mean {z:.2f} MCSE from the truth"
+    assert var_err < var_tol, f"variance off by {var_err:.1%}"
+    assert rhat < 1.05, f"R-hat {rhat:.3f}"
+    assert raw["n_grad_warmup"] > 0
+    assert raw["n_grad"] >= grads_per_transition * D * C
+    assert raw["n_grad"] == int(np.asarray(raw["grad_steps"]).sum())
+    assert np.asarray(raw["grad_steps"]).shape == (C, D)
+    if calls:
+        assert calls == raw["n_grad"] + raw["n_grad_warmup"] + C
+
+
+def check_count(name, grads_per_transition=1):
+    """A short one-chain run: every log density evaluation is a counted gradient (plus the
+    one at the start)."""
+    raw, calls = run(name, chains=1, warmup=60, draws=30, seed=0, counting=True)
+    assert raw["n_grad"] >= grads_per_transition * 30
+    assert calls == raw["n_grad"] + raw["n_grad_warmup"] + 1
+
+
+def test_chees():
+    # seeds 0-4: max |z| 0.69, 1.23, 1.87, 2.71, 0.77; variance error 4.2, 5.3, 4.0, 2.6, 2.3 %
+    raw, calls = run("blackjax-chees", chains=16, warmup=400, draws=500, seed=0, counting=True)
+    check(raw, calls, var_tol=0.11)
+
+
+def test_meads():
+    # seeds 0-4: max |z| 0.81, 1.50, 2.82, 2.33, 1.58; variance error 2.6, 2.2, 3.3, 2.6, 2.5 %
+    raw, calls = run("blackjax-meads", chains=16, warmup=100, draws=200, seed=0, counting=True)
+    assert raw["chains_run"] == 64 and raw["draws"].shape[:2] == (64, 200)
+    assert raw["n_grad"] == 64 * 200 * P.MEADS_STEPS_PER_DRAW
+    assert raw["n_grad_warmup"] == 64 * 100 * P.MEADS_STEPS_PER_DRAW
+    check(raw, calls, var_tol=0.07)
+
+
+def test_mams():
+    # seeds 0-4: max |z| 1.38, 1.24, 0.89, 1.54, 1.78; variance error 4.1, 5.1, 5.4, 10.6, 6.8 %
+    raw, _ = run("blackjax-mams", chains=4, warmup=600, draws=1000, seed=0)
+    check(raw, 0, var_tol=0.21, grads_per_transition=P.MAMS_GRADS_PER_STEP)
+    check_count("blackjax-mams", grads_per_transition=P.MAMS_GRADS_PER_STEP)
+
+
+def test_nuts_lowrank():
+    # seeds 0-4: max |z| 1.17, 1.45, 1.17, 2.25, 2.48; variance error 6.1, 10.9, 7.0, 5.8, 4.8 %
+    raw, _ = run("blackjax-nuts-lowrank", chains=4, warmup=300, draws=500, seed=0)
+    check(raw, 0, var_tol=0.22)
+    check_count("blackjax-nuts-lowrank")
+
+
+def test_meads_chain_count():
+    """MEADS runs at least 16 chains per fold, in a multiple of the 4 folds; the harness's
+    starts come first."""
+    assert [P.meads_chains(c) for c in (1, 16, 64, 100, 101)] == [64, 64, 64, 100, 104]
+    starts = P._meads_starts({"starts": jnp.zeros((20, FLAT.dim)), "flat": FLAT}, 0)
+    assert starts.shape == (64, FLAT.dim) and not np.any(np.asarray(starts[:20]))
+    assert np.all(np.asarray(starts[20:]) != 0)
