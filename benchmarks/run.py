@@ -59,7 +59,7 @@ BEGIN, END = "<!-- BEGIN GENERATED (benchmarks/run.py) -->", "<!-- END GENERATED
 
 # BlackJAX's self-tuning samplers, run by benchmarks/peers_blackjax.py
 PEER_SAMPLERS = ("blackjax-chees", "blackjax-meads", "blackjax-mams", "blackjax-nuts-lowrank")
-ALL_SAMPLERS = ("bomcmc-hmc", "bomcmc-nuts", "numpyro-nuts", "blackjax-nuts",
+ALL_SAMPLERS = ("bomcmc-hmc", "bomcmc-nuts", "bomcmc-ahmc", "numpyro-nuts", "blackjax-nuts",
                 "bare-hmc") + PEER_SAMPLERS
 DEFAULT_SAMPLERS = "bomcmc-hmc,numpyro-nuts,blackjax-nuts"
 NUTS_SAMPLERS = ("bomcmc-nuts", "numpyro-nuts", "blackjax-nuts")
@@ -410,6 +410,39 @@ def run_bomcmc_nuts(ctx, seed: int) -> dict:
     }
 
 
+def run_bomcmc_ahmc(ctx, seed: int) -> dict:
+    """bomcmc's adaptive HMC with its defaults (nothing set per posterior): the GP bandit
+    tunes (ε, L) over the warm-up's 100 BO steps and goes on adapting with vanishing
+    probability while sampling; a diagonal metric from the burn-in. The warm-up's gradients
+    include the bandit's exploration and the L-BFGS start (`kernels/ahmc.py`)."""
+    import bomcmc
+
+    t0 = time.perf_counter()
+    res = bomcmc.sample(
+        posterior=ctx["name"], sampler="ahmc", chains=ctx["chains"], draws=ctx["draws"],
+        warmup=ctx["warmup"], seed=seed, progress=False, float64=ctx["float64"],
+    )
+    e2e = time.perf_counter() - t0
+    t = res.totals
+    ss = res.idata.sample_stats
+    steps = np.asarray(ss["n_grad"])
+    eps = np.asarray(ss["step_size"]) if "step_size" in ss else np.array([np.nan])
+    return {
+        "draws": _bomcmc_flat_draws(res, ctx["flat"]),
+        "n_grad": int(t["n_grad"]),
+        "n_grad_warmup": int(t["n_grad_warmup"]),
+        "wall_s": float(t["wall_s"]),
+        "wall_s_warmup": float(t["wall_s_warmup"]),
+        "compile_s": float(t["compile_s"]),
+        "end_to_end_s": e2e,
+        "divergences": int(t["divergences"]),
+        "accept_mean": float(t["accept_mean"]),
+        "step_size": float(np.nanmean(eps)),
+        "lockstep_factor": _lockstep_factor(steps),
+        "sampling_wall_source": "bomcmc totals['wall_s'] (chunk calls; compiled ahead of time)",
+    }
+
+
 def run_numpyro(ctx, seed: int) -> dict:
     import jax
 
@@ -623,6 +656,7 @@ def _peer(name: str):
 
 
 RUNNERS = {"bomcmc-hmc": run_bomcmc, "bomcmc-nuts": run_bomcmc_nuts,
+           "bomcmc-ahmc": run_bomcmc_ahmc,
            "numpyro-nuts": run_numpyro, "blackjax-nuts": run_blackjax,
            "bare-hmc": run_bare_hmc,
            **{name: _peer(name) for name in PEER_SAMPLERS}}
