@@ -115,10 +115,11 @@ def test_cv_model_is_k_independent_fold_networks():
     np.testing.assert_allclose(reward, 1 / np.mean(err), rtol=1e-10)
 
 
-def test_classification_reward_is_bounded_when_no_held_out_case_is_misclassified():
+def test_classification_reward_is_capped_at_twice_a_folds_held_out_cases():
     """1 / misclassification would be 1e300 for a super-transition that gets every held-out
-    case right; zero errors count as half a held-out case, so the reward is 2 × (held-out
-    cases of the average fold); a nonzero error is unchanged."""
+    case right; a mean error below half a held-out case of the average fold counts as that
+    half case, so the reward is at most 2 × (held-out cases of the average fold); above it
+    the reward is 1 / error."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(12, 1))
     cv = CVModel(BNN(X, np.zeros(12, int), hidden=(), prior="io 1 bo 1",
@@ -131,6 +132,17 @@ def test_classification_reward_is_bounded_when_no_held_out_case_is_misclassified
     tree["w"]["bo"] = np.array([[30.0], [-30.0], [-30.0]])  # fold 0 gets its 4 cases wrong
     wrong = np.asarray(cv.ravel(tree))[None, None]
     assert cv_reward(cv)({"positions": wrong}) == pytest.approx(1 / (4 / 4 / 3))
+    X1 = X.copy()
+    X1[0, 0] = 100.0  # case 0 (fold 0) alone gets a large logit from the input weight
+    cv1 = CVModel(BNN(X1, np.zeros(12, int), hidden=(), prior="io 1 bo 1",
+                      likelihood="binary"), folds=3)
+    tree["w"] = {g: np.full_like(np.asarray(v), -30.0 if g == "bo" else 0.0)
+                 for g, v in tree["w"].items()}
+    tree["w"]["io"] = np.full_like(np.asarray(tree["w"]["io"]), 1.0)  # logit x − 30
+    one = np.asarray(cv1.ravel(tree))[None, None]
+    err = cv1.heldout_error_fn()(one[0])
+    assert np.allclose(err, [1 / 4, 0, 0])  # one error in 12 cases: mean 1/12 < 1/8
+    assert cv_reward(cv1)({"positions": one}) == pytest.approx(2 * 4)  # capped
 
 
 @pytest.mark.parametrize("likelihood", ["binary", "class"])

@@ -19,7 +19,7 @@ mean of that fold's network over the super-transition's draws (all chains pooled
 cases; the error is the squared error summed over outputs and averaged over cases (Wang 2012,
 Table 4.1) for `real` targets, the misclassification rate of the averaged probabilities for
 `binary`/`class`; the folds' errors are averaged. The bandit maximises 1 / error: positive,
-bounded (no misclassification counts as half a held-out case), and with the tuner's rescaling s = 4 / max r it becomes 4·(best error / error), so the
+bounded (for classification, capped at twice a fold's held-out cases), and with the tuner's rescaling s = 4 / max r it becomes 4·(best error / error), so the
 GP sees relative improvements whatever the units of y (docs/bnn.md).
 """
 
@@ -258,9 +258,11 @@ def cv_reward(cv: CVModel, loss: str = "error"):
     `loss="logloss"` uses the held-out log loss instead (classification).
     NaN (no reward) when the error is not finite or the chunk has no draws."""
     error_fn = cv.heldout_error_fn(loss=loss)
-    # A misclassification rate counts errors among the held-out cases: none is scored as half
-    # a case (of the average fold), so the reward stays bounded by twice the held-out cases
-    # instead of jumping to 1e300 when a lucky super-transition classifies them all.
+    # A misclassification rate moves in steps of one case in n held-out cases per fold. A mean
+    # error below half a case of the average fold counts as that half case: the reward is
+    # capped at 2n (60 for 30 held-out cases), so a super-transition that happens to
+    # misclassify almost nothing (or nothing: 1/0) cannot dwarf every other reward after the
+    # tuner's rescaling by 4 / max r.
     held = float(np.mean(np.sum(1.0 - np.asarray(cv.masks), axis=1)))
     floor = 0.5 / held if cv.base.likelihood != "real" and loss == "error" else 1e-300
 
