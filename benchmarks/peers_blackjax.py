@@ -23,8 +23,9 @@ import numpy as np
 
 # ChEES-HMC (Hoffman, Radul & Sountsov 2021). Adam on the log trajectory length with
 # β1 = 0, β2 = 0.95 and learning rate 0.025 (our setting, after the paper's description of
-# its experiments; not compared here with other rates, e.g. the 0.5 of BlackJAX's own test); step size by
-# dual averaging towards BlackJAX's default harmonic-mean acceptance 0.651, from ε₀ = 0.1;
+# its experiments; not compared here with other rates, e.g. the 0.5 of BlackJAX's own test);
+# step size by dual averaging towards BlackJAX's default harmonic-mean acceptance 0.651,
+# from ε₀ = 0.1;
 # BlackJAX's ensemble-estimated diagonal metric (mass_matrix_estimation="diagonal").
 CHEES_LEARNING_RATE = 0.025
 CHEES_INITIAL_STEP_SIZE = 0.1

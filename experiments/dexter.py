@@ -161,24 +161,12 @@ def draw_figures(res, curve: dict, out: Path, label: str) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     made = [plots.plot_reward_surface(res, out / "reward_surface.png"),
             plots.plot_reward_slice(res, out / "reward_slice_eta0.22.png", step_size=SLICE_ETA)]
-    plt = plots._pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
-    try:
-        ax.plot(curve["draws"], curve["vote"], color="C0", lw=1.5, label="majority vote")
-        ax.plot(curve["draws"], curve["mean"], color="C1", lw=1.2, label="fold networks' mean")
-        ax.axhline(TABLE_4_2["adaptive HMC (Wang 2012)"]["vote"], color="C3", ls="--", lw=0.8,
-                   label="Wang 2012, adaptive HMC, vote (0.0667)")
-        ax.set_xscale("log")
-        ax.set_xlabel("kept draws (after the first third of the budget)")
-        ax.set_ylabel("validation error")
-        ax.set_title(f"Dexter, {label}:\nvalidation error against the number of kept draws",
-                     fontsize=10)
-        ax.legend(fontsize=8)
-        path = out / "error_vs_draws.png"
-        fig.savefig(path, dpi=100)
-        made.append(path)
-    finally:
-        plt.close(fig)
+    made.append(plots.plot_error_curve(
+        curve["draws"], {"majority vote": curve["vote"], "fold networks' mean": curve["mean"]},
+        out / "error_vs_draws.png", ylabel="validation error",
+        title=f"Dexter, {label}:\nvalidation error against the number of kept draws",
+        references={"Wang 2012, adaptive HMC, vote":
+                    TABLE_4_2["adaptive HMC (Wang 2012)"]["vote"]}))
     return [str(p) for p in made]
 
 

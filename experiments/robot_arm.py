@@ -102,25 +102,11 @@ def draw_figures(reg, Xt, yt, out: Path, label: str) -> list[str]:
     made = [plots.plot_reward_surface(reg.result_, out / "reward_surface.png"),
             plots.plot_reward_slice(reg.result_, out / "reward_slice_L1500.png", steps=SLICE_L)]
     s, err = error_curve(reg, Xt, yt)
-    plt = plots._pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
-    try:
-        ax.plot(s, err, color="C0", lw=1.5, label="pooled predictive mean")
-        ax.axhline(TABLE_4_1[-1][1], color="C3", ls="--", lw=0.8,
-                   label=f"Wang 2012, adaptive HMC ({TABLE_4_1[-1][1]})")
-        ax.axhline(TABLE_4_1[2][1], color="0.4", ls=":", lw=0.8,
-                   label=f"Neal 1996 HMC ({TABLE_4_1[2][1]})")
-        ax.set_xscale("log")
-        ax.set_xlabel("kept draws (after the first third of the budget)")
-        ax.set_ylabel("test error")
-        ax.set_title(f"robot arm, {label}:\ntest error against the number of kept draws",
-                     fontsize=10)
-        ax.legend(fontsize=8)
-        path = out / "error_vs_draws.png"
-        fig.savefig(path, dpi=100)
-        made.append(path)
-    finally:
-        plt.close(fig)
+    made.append(plots.plot_error_curve(
+        s, {"pooled predictive mean": err}, out / "error_vs_draws.png", ylabel="test error",
+        title=f"robot arm, {label}:\ntest error against the number of kept draws",
+        references={"Wang 2012, adaptive HMC": TABLE_4_1[-1][1],
+                    "Neal 1996 HMC": TABLE_4_1[2][1]}))
     return [str(p) for p in made]
 
 
@@ -235,7 +221,8 @@ def main(argv=None) -> int:
     p.add_argument("--methods", default="ahmc_cv,neal_gibbs,nuts")
     p.add_argument("--out", default="docs")
     p.add_argument("--figures", default=None,
-                   help="draw Wang 2012's Figs 4.1–4.3 from the first ahmc_cv run into this folder")
+                   help="draw Wang 2012's Figs 4.1–4.3 from the first ahmc_cv run into this "
+                        "folder")
     p.add_argument("--append", action="store_true",
                    help="add to OUT/robot_arm.json instead of replacing it (a run of the same "
                         "method, budget and seed replaces the recorded one)")

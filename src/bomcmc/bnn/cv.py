@@ -19,8 +19,9 @@ mean of that fold's network over the super-transition's draws (all chains pooled
 cases; the error is the squared error summed over outputs and averaged over cases (Wang 2012,
 Table 4.1) for `real` targets, the misclassification rate of the averaged probabilities for
 `binary`/`class`; the folds' errors are averaged. The bandit maximises 1 / error: positive,
-bounded (for classification, capped at twice a fold's held-out cases), and with the tuner's rescaling s = 4 / max r it becomes 4·(best error / error), so the
-GP sees relative improvements whatever the units of y (docs/bnn.md).
+bounded (for classification, capped at twice a fold's held-out cases), and with the tuner's
+rescaling s = 4 / max r it becomes 4·(best error / error), so the GP sees relative
+improvements whatever the units of y (docs/bnn.md).
 """
 
 from __future__ import annotations

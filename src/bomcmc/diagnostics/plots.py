@@ -374,3 +374,29 @@ def plot_reward_slice(source, path: str | os.PathLike, steps: int | None = None,
     finally:
         plt.close(fig)
     return Path(path)
+
+
+def plot_error_curve(draws, curves: dict, path: str | os.PathLike, *, ylabel: str,
+                     title: str, references: dict | None = None) -> Path:
+    """Prediction error against the number of kept draws averaged (log axis; Wang 2012,
+    Figs 4.3 and 4.5): `curves` maps a label to its errors at `draws`, `references` a label
+    to a constant drawn as a dashed line (e.g. a paper's figure)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
+    try:
+        for i, (label, err) in enumerate(curves.items()):
+            ax.plot(draws, err, color=f"C{i}", lw=1.5, label=label)
+        styles = iter([("C3", "--"), ("0.4", ":"), ("C4", "-.")] * 4)
+        for label, value in (references or {}).items():
+            color, ls = next(styles)
+            ax.axhline(value, color=color, ls=ls, lw=0.8, label=f"{label} ({value})")
+        ax.set_xscale("log")
+        ax.set_xlabel("kept draws (after the discarded burn-in)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return Path(path)
+
