@@ -343,19 +343,9 @@ def _spread(values) -> dict:
     return _mmm(values)
 
 
-def run_bomcmc(ctx, seed: int) -> dict:
-    import bomcmc
-
-    eps, L = ctx["knobs"]
-    t0 = time.perf_counter()
-    res = bomcmc.sample(
-        posterior=ctx["name"], sampler="hmc", chains=ctx["chains"], draws=ctx["draws"],
-        warmup=ctx["warmup"], seed=seed, step_size=eps, steps=L, progress=False,
-        float64=ctx["float64"],
-    )
-    e2e = time.perf_counter() - t0
+def _bomcmc_raw(res, ctx, e2e: float) -> dict:
+    """The raw figures every bomcmc runner returns, from its SampleResult."""
     t = res.totals
-    steps = np.asarray(res.idata.sample_stats["n_grad"])
     return {
         "draws": _bomcmc_flat_draws(res, ctx["flat"]),
         "n_grad": int(t["n_grad"]),
@@ -366,11 +356,23 @@ def run_bomcmc(ctx, seed: int) -> dict:
         "end_to_end_s": e2e,
         "divergences": int(t["divergences"]),
         "accept_mean": float(t["accept_mean"]),
-        "step_size": eps,
-        "lockstep_factor": _lockstep_factor(steps),
-        "knobs": {"step_size": eps, "steps": L},
+        "lockstep_factor": _lockstep_factor(np.asarray(res.idata.sample_stats["n_grad"])),
         "sampling_wall_source": "bomcmc totals['wall_s'] (chunk calls; compiled ahead of time)",
     }
+
+
+def run_bomcmc(ctx, seed: int) -> dict:
+    import bomcmc
+
+    eps, L = ctx["knobs"]
+    t0 = time.perf_counter()
+    res = bomcmc.sample(
+        posterior=ctx["name"], sampler="hmc", chains=ctx["chains"], draws=ctx["draws"],
+        warmup=ctx["warmup"], seed=seed, step_size=eps, steps=L, progress=False,
+        float64=ctx["float64"],
+    )
+    return {**_bomcmc_raw(res, ctx, time.perf_counter() - t0), "step_size": eps,
+            "knobs": {"step_size": eps, "steps": L}}
 
 
 def run_bomcmc_nuts(ctx, seed: int) -> dict:
@@ -386,28 +388,13 @@ def run_bomcmc_nuts(ctx, seed: int) -> dict:
         adapt="window", target_accept=NUTS_TARGET_ACCEPT, max_tree_depth=NUTS_MAX_TREE_DEPTH,
         dense_mass=NUTS_DENSE_MASS,
     )
-    e2e = time.perf_counter() - t0
-    t = res.totals
     ss = res.idata.sample_stats
-    steps = np.asarray(ss["n_grad"])
     eps = np.asarray(ss["step_size"])[:, -1]  # per chain: the adapted ε used while sampling
-    return {
-        "draws": _bomcmc_flat_draws(res, ctx["flat"]),
-        "n_grad": int(t["n_grad"]),
-        "n_grad_warmup": int(t["n_grad_warmup"]),
-        "wall_s": float(t["wall_s"]),
-        "wall_s_warmup": float(t["wall_s_warmup"]),
-        "compile_s": float(t["compile_s"]),
-        "end_to_end_s": e2e,
-        "divergences": int(t["divergences"]),
-        "accept_mean": float(t["accept_mean"]),
-        "step_size": float(eps.mean()),
-        "step_size_chains": _spread(eps),
-        "step_size_per_chain": eps.tolist(),
-        "tree_depth_mean": float(np.asarray(ss["tree_depth"]).mean()),
-        "lockstep_factor": _lockstep_factor(steps),
-        "sampling_wall_source": "bomcmc totals['wall_s'] (chunk calls; compiled ahead of time)",
-    }
+    return {**_bomcmc_raw(res, ctx, time.perf_counter() - t0),
+            "step_size": float(eps.mean()),
+            "step_size_chains": _spread(eps),
+            "step_size_per_chain": eps.tolist(),
+            "tree_depth_mean": float(np.asarray(ss["tree_depth"]).mean())}
 
 
 def run_bomcmc_ahmc(ctx, seed: int) -> dict:
@@ -422,25 +409,10 @@ def run_bomcmc_ahmc(ctx, seed: int) -> dict:
         posterior=ctx["name"], sampler="ahmc", chains=ctx["chains"], draws=ctx["draws"],
         warmup=ctx["warmup"], seed=seed, progress=False, float64=ctx["float64"],
     )
-    e2e = time.perf_counter() - t0
-    t = res.totals
     ss = res.idata.sample_stats
-    steps = np.asarray(ss["n_grad"])
     eps = np.asarray(ss["step_size"]) if "step_size" in ss else np.array([np.nan])
-    return {
-        "draws": _bomcmc_flat_draws(res, ctx["flat"]),
-        "n_grad": int(t["n_grad"]),
-        "n_grad_warmup": int(t["n_grad_warmup"]),
-        "wall_s": float(t["wall_s"]),
-        "wall_s_warmup": float(t["wall_s_warmup"]),
-        "compile_s": float(t["compile_s"]),
-        "end_to_end_s": e2e,
-        "divergences": int(t["divergences"]),
-        "accept_mean": float(t["accept_mean"]),
-        "step_size": float(np.nanmean(eps)),
-        "lockstep_factor": _lockstep_factor(steps),
-        "sampling_wall_source": "bomcmc totals['wall_s'] (chunk calls; compiled ahead of time)",
-    }
+    return {**_bomcmc_raw(res, ctx, time.perf_counter() - t0),
+            "step_size": float(np.nanmean(eps))}
 
 
 def run_numpyro(ctx, seed: int) -> dict:
