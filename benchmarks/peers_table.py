@@ -1,0 +1,88 @@
+#!/usr/bin/env python
+"""The modern-peers table of docs/benchmarks.md from `benchmarks/run.py` results.
+
+    python benchmarks/peers_table.py benchmarks/results/peers-*.json
+
+For every posterior and sampler, means over the repeats (seeds) of: min and median bulk ESS
+per 1000 gradients of the sampling phase, the same with the warm-up's gradients counted, min
+ESS per second of the sampling phase and end to end (compilation included), the largest
+R-hat and the largest |z| of the means against the run's reference (flagged when above 4).
+Then, per posterior, `bomcmc-ahmc` ÷ the best peer in min ESS per 1000 gradients with the
+warm-up counted (the peers: every sampler but bomcmc's own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+OURS = "bomcmc-ahmc"
+OWN = ("bomcmc-ahmc", "bomcmc-hmc", "bomcmc-nuts", "bare-hmc")
+
+
+def _mean(runs: list[dict], get) -> float:
+    vals = [get(r) for r in runs]
+    vals = [v for v in vals if v is not None and np.isfinite(v)]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def summary(runs: list[dict]) -> dict:
+    """Seed means of one sampler's figures on one posterior."""
+    return {
+        "seeds": len(runs),
+        "min": _mean(runs, lambda r: r["ess_per_kgrad"]["min"]),
+        "median": _mean(runs, lambda r: r["ess_per_kgrad"]["median"]),
+        "min_all": _mean(runs, lambda r: r["ess_per_kgrad_incl_warmup"]["min"]),
+        "median_all": _mean(runs, lambda r: r["ess_per_kgrad_incl_warmup"]["median"]),
+        "per_s": _mean(runs, lambda r: r["ess_per_s"]["min"]),
+        "per_s_e2e": _mean(runs, lambda r: r["ess_bulk"]["min"] / r["end_to_end_s"]),
+        "rhat": max((r.get("rhat_max") or float("nan")) for r in runs),
+        "z": max((r.get("mean_z_max") or float("nan")) for r in runs),
+        "chains": max(r.get("chains_run", 0) for r in runs) or None,
+    }
+
+
+def rows(results: list[dict]) -> list[str]:
+    head = ["| posterior | sampler | seeds | ESS/1000 grad, min / median | with warm-up, "
+            "min / median | min ESS/s, sampling; end to end | max R-hat | max \\|z\\| |",
+            "|---|---|---|---|---|---|---|---|"]
+    body, ratios = [], []
+    for res in results:
+        for name, post in res["posteriors"].items():
+            sums = {s: summary(v["repeats"]) for s, v in post["samplers"].items()}
+            for s, m in sums.items():
+                flag = " **FLAG**" if m["z"] > 4 else ""
+                label = f"`{s}`" + (f" ({m['chains']} chains)" if m["chains"] else "")
+                body.append(f"| {name} | {label} | {m['seeds']} | {m['min']:.1f} / "
+                            f"{m['median']:.1f} | {m['min_all']:.1f} / {m['median_all']:.1f} | "
+                            f"{m['per_s']:.0f}; {m['per_s_e2e']:.0f} | {m['rhat']:.3f} | "
+                            f"{m['z']:.2f}{flag} |")
+            peers = {s: m for s, m in sums.items() if s not in OWN and m["z"] <= 4}
+            if OURS in sums and peers:
+                best = max(peers, key=lambda s: peers[s]["min_all"])
+                ratios.append(f"| {name} | {sums[OURS]['min_all']:.1f} | `{best}` "
+                              f"{peers[best]['min_all']:.1f} | "
+                              f"{sums[OURS]['min_all'] / peers[best]['min_all']:.2f} | "
+                              f"{sums[OURS]['min'] / max(m['min'] for m in peers.values()):.2f} |")
+    out = head + body
+    if ratios:
+        out += ["", "| posterior | `bomcmc-ahmc` min ESS/1000 grad, with warm-up | best peer "
+                "(correct runs only) | ratio, with warm-up | ratio, sampling only (best "
+                "peer's sampling) |", "|---|---|---|---|---|"] + ratios
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", nargs="+", help="benchmarks/run.py result files")
+    args = ap.parse_args(argv)
+    results = [json.loads(Path(p).read_text()) for p in args.results]
+    print("\n".join(rows(results)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
