@@ -400,7 +400,8 @@ def run_bomcmc_nuts(ctx, seed: int) -> dict:
 def run_bomcmc_ahmc(ctx, seed: int) -> dict:
     """bomcmc's adaptive HMC with its defaults (nothing set per posterior): the GP bandit
     tunes (ε, L) over the warm-up's 100 BO steps and goes on adapting with vanishing
-    probability while sampling; a diagonal metric from the burn-in. The warm-up's gradients
+    probability while sampling; its default metric (`mass="auto"`: diagonal, or dense where
+    the posterior's correlations call for it) is learned in burn-in. The warm-up's gradients
     include the bandit's exploration and the L-BFGS start (`kernels/ahmc.py`)."""
     import bomcmc
 

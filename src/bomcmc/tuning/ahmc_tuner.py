@@ -22,7 +22,9 @@ Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler"):
 - **The ε box is relative** when the user gives none: [ε₀/10, 10 ε₀], ε₀ the median over
   chains of Stan's step-size heuristic (`window_adaptation.init_stepsize`) at the starting
   points. L ∈ {1..100} (the paper's logistic-regression box).
-- **A diagonal metric** (`mass="diag"`, the default): positions of the burn-in super-
+- **A learned metric** (`mass="diag"`; the default `mass="auto"` starts from the Laplace
+  metric and goes dense where the correlations call for it, docs/defaults.md): positions of
+  the burn-in super-
   transitions in the windows (10%, 25%] and (25%, 50%] of the k BO steps, pooled over chains,
   feed a Welford estimator; at the end of each window M⁻¹ ← Stan's regularised variance,
   divided by its smallest entry (scaling M⁻¹ by c is scaling ε by √c, so this keeps ε in the
