@@ -26,11 +26,12 @@ Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler"):
   metric and goes dense where the correlations call for it, docs/defaults.md): positions of
   the burn-in super-transitions in the windows (10%, 25%] and (25%, 50%] of the k BO steps,
   pooled over chains, feed a Welford estimator; at the end of each window M⁻¹ ← Stan's
-  regularised variance, divided by its smallest entry (scaling M⁻¹ by c is scaling ε by √c, so this keeps ε in the
-  units of the identity metric and a user's box stays meaningful). The rewards seen so far
-  were earned under the old metric, so the GP is reset (`GPBanditTuner.reset_gp`), the
-  relative box is re-centred on the heuristic's ε₀ for the new metric at the chains' current
-  positions, and the bandit restarts from the box's lower corner. p_i goes on counting.
+  regularised variance, divided by its smallest entry (scaling M⁻¹ by c is scaling ε by √c,
+  so this keeps ε in the units of the identity metric and a user's box stays meaningful).
+  The rewards seen so far were earned under the old metric, so the GP is reset
+  (`GPBanditTuner.reset_gp`), the relative box is re-centred on the heuristic's ε₀ for the
+  new metric at the chains' current positions, and the bandit restarts from the box's lower
+  corner. p_i goes on counting.
 
 The tuner is rebuilt from the options recorded in config.json (`RunSpec.tuner_options`), so
 `bomcmc resume DIR` continues a run exactly.
