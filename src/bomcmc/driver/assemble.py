@@ -27,6 +27,8 @@ def assemble(run: Run, store, wall_total: float):
             history += json.loads(str(rec["tuner_history"]))
         if "tuner_s" in rec:  # runs stored by bomcmc 0.1.0 before the tuner was timed lack it
             tuner_s += float(rec["tuner_s"])
+        # the kernel's start (AHMC's mode search) is warm-up work, whatever the phase
+        warm_grad += int(rec.get("start_grads", 0))
         n_grad = int(rec["info.n_grad"].sum())
         if int(rec["phase"]) == WARMUP:
             warm_grad += n_grad

@@ -94,6 +94,7 @@ class Run:
         self.chain_keys = jax.random.split(jax.random.fold_in(root, 1), spec.chains)
         self.sharding = _chain_sharding(spec.chains)
         self.compile_s = 0.0
+        self.start_grads = 0
 
     def initial_state(self):
         """The chains' initial states. Dispersed starts whose log density or gradient is not
@@ -101,10 +102,20 @@ class Run:
         spec, flat = self.spec, self.flat
         strategy = spec.init_strategy
         starts = flat.init_flat(self.init_key, spec.chains, spec.init_jitter, strategy)
-        init = jax.jit(jax.vmap(lambda x: self.kernel.init(x, flat.logdensity_fn)))
+        kernel = self.kernel
+
+        def one(x):
+            n = jnp.asarray(0, jnp.int32)
+            if kernel.start is not None:  # e.g. AHMC's L-BFGS towards the mode
+                x, n = kernel.start(x, flat.logdensity_fn)
+            return kernel.init(x, flat.logdensity_fn), n
+
+        init = jax.jit(jax.vmap(one))
         redraw = strategy == "uniform" and flat.source.chain_inits is None
+        self.start_grads = 0  # gradient evaluations of the kernel's start, every attempt's
         for attempt in range(1, MAX_INIT_TRIES + 1):
-            states = init(starts)
+            states, n = init(starts)
+            self.start_grads += int(np.sum(np.asarray(n)))
             lp_bad, grad_bad = _not_finite(states)
             bad = lp_bad | grad_bad
             if not bad.any() or not redraw:

@@ -144,6 +144,8 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             rec = record(chunk_index, phase, next_iter, n, thin, knobs, next_knobs,
                           host, wall, run.tuner)
             rec["tuner_s"] = np.asarray(tuner_s)
+            if chunk_index == 0:  # the kernel's start (AHMC's mode search), counted once
+                rec["start_grads"] = np.asarray(run.start_grads)
             run.store.write_chunk(chunk_index, rec)
             states, knobs, adapt_state = out[0], next_knobs, out[2]
             next_iter += n * thin

@@ -38,6 +38,9 @@ class Kernel(NamedTuple):
     # recorded energy is that of a conditional that changes between transitions (no E-BFMI)
     # and the step size is a factor η on per-group step sizes
     gibbs_within: bool = False
+    # optional: moves a starting point before `init`, start(position, logdensity_fn) ->
+    # (position, gradient evaluations spent); the driver counts those in the warm-up's
+    start: Callable[..., Any] | None = None
 
 
 def tree_where(pred, a, b):

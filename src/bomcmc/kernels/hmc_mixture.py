@@ -90,4 +90,5 @@ def make_knobs(dim: int, step_size: float = 0.1, steps: int = 10, random_steps: 
                         random_steps=one.random_steps)
 
 
-kernel = Kernel(name="two_phase", init=ahmc.init, step=step, make_knobs=make_knobs)
+kernel = Kernel(name="two_phase", init=hmc.init, step=step, make_knobs=make_knobs,
+                start=ahmc.find_mode_counted)
