@@ -77,6 +77,10 @@ def cases(short: bool):
     yield "nuts_async", lambda: run(posterior="logistic-heart",
                                     sampler=_sampler_name("nuts_async"), draws=n, warmup=w)
     yield "ahmc", lambda: run(posterior="logistic-pima", sampler="ahmc", draws=n, warmup=w)
+    # the paper's burn-in: one shared (ε, L), the whole L box (the defaults before the batch
+    # burn-in; its draws are the "ahmc" case's as recorded before that change)
+    yield "ahmc_paper", lambda: run(posterior="logistic-pima", sampler="ahmc", draws=n,
+                                    warmup=w, batch=1, steps_cap=0)
     yield "two_phase", lambda: run(posterior="logistic-pima",
                                    sampler=_sampler_name("two_phase", "bo2"), draws=n, warmup=w)
 
@@ -110,16 +114,22 @@ def cases(short: bool):
     yield "resumed", resumed
 
 
-def record(path: Path, short: bool) -> None:
+def record(path: Path, short: bool, only: list[str] | None = None) -> None:
+    """Record every case, or with `only` those cases into the existing file at `path` (the
+    other cases' arrays kept as they are)."""
     out = {}
+    if only and path.exists():
+        out = {k: v for k, v in np.load(path).items() if k.split("/", 1)[0] not in only}
     for name, fn in cases(short):
+        if only and name not in only:
+            continue
         for k, v in _arrays(fn()).items():
             out[f"{name}/{k}"] = v
         print(f"recorded {name}", flush=True)
     np.savez_compressed(path, **out)
 
 
-TUNED = ("ahmc", "two_phase")  # host-side tuners: DIRECT, L-BFGS-B and BLAS on the CPU
+TUNED = ("ahmc", "ahmc_paper", "two_phase")  # host-side tuners: DIRECT, L-BFGS-B and BLAS on the CPU
 
 
 def compare(golden: dict, short: bool, rtol: float, tuned_rtol: float | None = None
@@ -152,9 +162,11 @@ def main(argv=None) -> int:
     p.add_argument("path", type=Path)
     p.add_argument("--short", action="store_true", help="40-draw runs (the permanent test's)")
     p.add_argument("--rtol", type=float, default=0.0, help="0: bit for bit")
+    p.add_argument("--cases", default=None,
+                   help="record: only these cases (comma-separated), into the existing file")
     a = p.parse_args(argv)
     if a.mode == "record":
-        record(a.path, a.short)
+        record(a.path, a.short, a.cases.split(",") if a.cases else None)
         return 0
     golden = dict(np.load(a.path))
     problems = compare(golden, a.short, a.rtol)

@@ -1,11 +1,13 @@
 """Short runs of every sampler reproduce their recorded draws: a refactor changes no draw.
 
-The golden file holds 40-draw float64 runs of hmc, nuts, nuts_async, ahmc, two_phase, Neal's
-Gibbs-within-HMC on a small network, and a resumed run, recorded with
+The golden file holds 40-draw float64 runs of hmc, nuts, nuts_async, ahmc, ahmc with the
+paper's burn-in (ahmc_paper), two_phase, Neal's Gibbs-within-HMC on a small network, and a
+resumed run, recorded with
 `python benchmarks/golden_draws.py record tests/data/golden_draws_short.npz --short`. The
 architecture refactor reproduced the draws recorded before it bit for bit; ahmc's were
 recorded again when its defaults changed on purpose (dense metric, divergence-aware reward:
-docs/tuning.md, "Robust defaults"). Another CPU may round the last bits differently, so this
+docs/tuning.md, "Robust defaults"; then the batch burn-in, `--cases ahmc`, when the draws
+recorded before it moved to ahmc_paper, which reproduces them to 2.3e-10). Another CPU may round the last bits differently, so this
 test allows 1e-10; for the samplers whose knobs a host-side tuner chooses (ahmc, two_phase)
 1e-7, because the tuner's DIRECT and L-BFGS-B searches and the GP's Cholesky factors run on
 the CPU's BLAS and pass its rounding on to ε: on a second machine, ahmc's draws differed from

@@ -58,7 +58,8 @@ def test_auto_keeps_a_diagonal_metric_for_independent_coordinates():
 
 
 def test_sampling_proposals_stay_near_the_incumbent():
-    t = AHMCTuner(warmup=100, eps_bounds=(1e-3, 1.0), steps_bounds=(1, 100), seed=0)
+    t = AHMCTuner(warmup=100, eps_bounds=(1e-3, 1.0), steps_bounds=(1, 100), seed=0,
+                  steps_cap=0)
     t.gp = t._make_gp()
     t.gp.add((np.log(0.1), 20), 1.0)
     t.i = 50  # burn-in: the whole box

@@ -75,9 +75,10 @@ def test_chunk_lengths_follow_the_papers_schedule_unit():
 
 
 def test_run_chunk_lengths_and_annealed_adaptation_after_burn_in(tmp_path):
+    # the paper's burn-in: one shared (ε, L), the whole L box (batch=1, steps_cap=0)
     res = bomcmc.sample(posterior="gauss-2d-corr", sampler="ahmc", warmup=250, draws=60,
                         seed=1, out=tmp_path / "run", mass="identity", eps_bounds=(0.01, 0.3),
-                        steps_bounds=(1, 30), **FAST)
+                        steps_bounds=(1, 30), batch=1, steps_cap=0, **FAST)
     recs = _chunks(tmp_path / "run")
     warm = [int(r["n_draws"]) for r in recs if int(r["phase"]) == 0]
     samp = [int(r["n_draws"]) for r in recs if int(r["phase"]) == 1]
@@ -170,7 +171,9 @@ def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
         (out / name).unlink()
     assert cli.main(["summary", str(out), "--plots"]) == 0  # the table, the bandit's lines
     text = capsys.readouterr().out
-    assert "GP bandit: 48 BO steps (40 in warm-up)" in text and "final step size" in text
+    # 4 chains: 2 groups, each with its own setting, in the 40 burn-in steps
+    assert "GP bandit: 48 BO steps (40 in warm-up; 88 observations" in text
+    assert "final step size" in text
     assert "tuner (ahmc) host time" in text and "% of warm-up + sampling" in text
     for name in ("trace.png", "autocorr.png", "reward_surface.png", "reward_slice.png"):
         assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
@@ -236,7 +239,8 @@ def test_cut_run_resumes_to_identical_draws_and_tuner_history(tmp_path, keep, mo
         np.testing.assert_array_equal(np.asarray(a.sample_stats[v]),
                                       np.asarray(b.sample_stats[v]))
     ha, hb = tuning_from_idata(a)[1], tuning_from_idata(b)[1]
-    assert ha == hb and len(ha) == 120
+    # one entry per chain group and BO step: 2 groups (4 chains) in burn-in, 1 after
+    assert ha == hb and len({h["i"] for h in ha}) == 120 and len(ha) == 2 * 100 + 20
     assert {h["epoch"] for h in ha} == {0, 1, 2}
     assert a.tuning.attrs["tuner_state"] == b.tuning.attrs["tuner_state"]
     ca, cb = _chunks(tmp_path / "full")[-1], _chunks(cut)[-1]
@@ -258,7 +262,10 @@ def test_history_is_stored_per_chunk_and_in_the_inference_data(tmp_path):
         state = json.loads(str(rec["tuner_state"]))
         assert "history" not in state  # the small resumable state only
         entries = json.loads(str(rec["tuner_history"]))
-        assert len(entries) == 1 and entries[0]["i"] == j + 1  # this chunk's own entry
+        # this chunk's own entries: one per chain group in burn-in (2 of 2 chains), one after
+        assert len(entries) == (2 if j < 100 else 1)
+        assert [h["i"] for h in entries] == [j + 1] * len(entries)
+        assert [h["group"] for h in entries] == list(range(len(entries)))
         sizes.append(len(str(rec["tuner_state"])))
     # no growth with the number of chunks beyond the GP's distinct points
     n_points = len(json.loads(str(recs[-1]["tuner_state"]))["gp"]["X"])
@@ -267,8 +274,8 @@ def test_history_is_stored_per_chunk_and_in_the_inference_data(tmp_path):
     assert "tuning" in loaded.groups()
     tu = loaded.tuning
     assert set(tu.data_vars) == {"i", "phase", "eps", "L", "reward", "p_i", "proposed", "epoch",
-                                 "incumbent"}
-    assert tu.sizes["step"] == 150 and tu["proposed"].dtype == bool
+                                 "incumbent", "group"}
+    assert tu.sizes["step"] == 250 and tu["proposed"].dtype == bool
     assert tuning_from_idata(loaded)[1] == tuning_from_idata(res.idata)[1]
     tuner, hist = tuning_from_idata(loaded)
     # the stored final state rebuilds the GP: the last epoch's points only (reset at step 50)
@@ -319,9 +326,9 @@ def test_diagonal_metric_is_learned_in_burn_in_and_resets_the_gp(tmp_path):
                if not np.array_equal(r["knobs.inverse_mass_matrix"],
                                      r["next_knobs.inverse_mass_matrix"])]
     assert changed == [25, 50]
-    hist = tuning_from_idata(diag.idata)[1]
-    assert [h["epoch"] for h in hist[:60]] == [0] * 25 + [1] * 25 + [2] * 10
-    assert not hist[24]["proposed"] and not hist[49]["proposed"]  # reset, no proposal
+    hist = {h["i"]: h for h in tuning_from_idata(diag.idata)[1]}  # the last group's entry
+    assert [hist[i]["epoch"] for i in range(1, 61)] == [0] * 25 + [1] * 25 + [2] * 10
+    assert not hist[25]["proposed"] and not hist[50]["proposed"]  # reset, no proposal
     assert all(h["epoch"] == 0 for h in tuning_from_idata(ident.idata)[1])
 
 

@@ -16,6 +16,7 @@ KNOB_FLAGS = {"step_size": "step_size", "steps": "steps", "random_steps": "rando
               "eps_bounds": "eps_bounds",
               "steps_bounds": "steps_bounds", "reward": "reward", "mass": "mass",
               "acquisition": "acquisition", "schedule": "schedule", "bo_steps": "bo_steps",
+              "batch": "batch", "steps_cap": "steps_cap",
               "k": "k", "gamma": "gamma", "k_bounds": "k_bounds",
               "gamma_bounds": "gamma_bounds", "policy_size": "policy_size"}
 
@@ -153,7 +154,9 @@ def _format_tuning(t: dict) -> str:
     """Two lines on the bandit of an adaptive run (the `tuning` group)."""
     best = t.get("best") or {}
     lines = [
-        f"GP bandit: {t['bo_steps']} BO steps ({t['bo_steps_warmup']} in warm-up), "
+        f"GP bandit: {t['bo_steps']} BO steps ({t['bo_steps_warmup']} in warm-up"
+        + (f"; {t['observations']} observations, a batch per burn-in step"
+           if t.get("observations", t["bo_steps"]) > t["bo_steps"] else "") + "), "
         f"{t['proposals']} proposals, {t['distinct_settings']} settings tried"
         + (f", {t['gp_resets']} GP resets (metric updates)" if "gp_resets" in t else ""),
         f"final step size {t['final']['step_size']:.4g}, L {t['final']['num_steps']}"

@@ -176,14 +176,21 @@ def build_parser() -> argparse.ArgumentParser:
                       metavar=("A", "B"), help="the trajectory-length box (default: 1 100)")
     ahmc.add_argument("--reward", choices=("esjd", "ess", "acf"), default=None,
                       help="the bandit's reward (default: esjd, ESJD/√L)")
-    ahmc.add_argument("--mass", choices=("diag", "identity"), default=None,
-                      help="learn a diagonal metric in burn-in (default: diag)")
+    ahmc.add_argument("--mass", choices=("auto", "diag", "dense", "identity"), default=None,
+                      help="the metric learned in burn-in (default: auto, diagonal or dense "
+                      "as the correlations call for)")
     ahmc.add_argument("--acquisition", choices=("ucb", "ei"), default=None,
                       help="acquisition function (default: ucb, annealed)")
     ahmc.add_argument("--schedule", choices=("inverse_sqrt", "exponential", "power"),
                       default=None, help="annealing schedule p_i (default: inverse_sqrt)")
     ahmc.add_argument("--bo-steps", type=positive_int, default=None, metavar="K",
                       help="BO steps in burn-in (default: 100; m = warmup // K transitions each)")
+    ahmc.add_argument("--batch", type=positive_int, default=None, metavar="G",
+                      help="burn-in: chain groups, each running its own (ε, L) every BO step "
+                      "(default: min(4, chains // 2); 1: one shared setting, as the paper)")
+    ahmc.add_argument("--steps-cap", type=nonneg_int, default=None, metavar="C",
+                      help="the L box starts at {1..C} and doubles while the best L is near "
+                      "its top (default: 8; 0: the whole box from the start, as the paper)")
     spins = s.add_argument_group("spin samplers (--sampler im...; docs/spins.md)")
     spins.add_argument("--k", type=positive_int, nargs="+", default=None, metavar="K",
                        help="im: walk length(s); several make a policy drawn from per move")

@@ -252,7 +252,7 @@ def _current_points(tuner, history):
 
 
 def _bandit_title(idata, what: str, tuner, history) -> str:
-    parts = [what, *_names(_attrs(idata)), f"{len(history)} BO steps"]
+    parts = [what, *_names(_attrs(idata)), f"{len({h['i'] for h in history})} BO steps"]
     return " | ".join(parts)
 
 
@@ -290,7 +290,7 @@ def plot_reward_surface(source, path: str | os.PathLike, grid: int = 120) -> Pat
             n = np.array(list(seen.values()), float)
             ax.scatter(xy[:, 0], xy[:, 1], s=12 + 10 * np.sqrt(n), facecolor="white",
                        edgecolor="black", lw=0.6, alpha=0.85,
-                       label=f"tried ({len(pts)} BO steps, {len(seen)} settings)")
+                       label=f"tried ({len(pts)} observations, {len(seen)} settings)")
         ax.scatter([tuner.step_size], [tuner.num_steps], marker="*", s=260, color="red",
                    edgecolor="black", lw=0.8, zorder=5,
                    label=f"final {sym}={tuner.step_size:.3g}, L={tuner.num_steps}")

@@ -17,7 +17,19 @@ The start is the authors' too (their `ahmc.m` starts at argmin U found by L-BFGS
 chain's initial point is moved by at most 100 L-BFGS iterations towards the mode
 (`kernels/ahmc.py`: `find_mode`, in `init`).
 
-Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler"):
+Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler" and "The batch burn-in"):
+
+- **A batch burn-in.** The vmapped chains are split into up to 4 groups (2 chains or more
+  each); in every burn-in BO step each group runs its own (ε, L) and reports its own
+  reward, so one step observes up to 4 settings. The batch is chosen by GP-BUCB (Desautels,
+  Krause & Burdick 2014; `GPBanditTuner.propose_batch`); a fresh GP's first batch runs Stan's
+  ε₀ with L spread geometrically over the box. Sampling runs one shared setting, the
+  incumbent's, as the paper. `batch=1` is the paper's burn-in.
+- **An L box that grows.** L starts in {1..8} (`steps_cap`) and the cap doubles while the
+  incumbent's L is in its top quarter, up to the box's own; a metric update starts the next
+  epoch at twice the last epoch's best L. Long trajectories cost gradients in proportion to
+  L, and the paper's burn-in spent most of its gradients exploring L up to 100 on posteriors
+  whose best L is below 10. `steps_cap=0` searches the whole box from the start.
 
 - **The ε box is relative** when the user gives none: [ε₀/10, 10 ε₀], ε₀ the median over
   chains of Stan's step-size heuristic (`window_adaptation.init_stepsize`) at the starting
@@ -63,6 +75,11 @@ DENSE_CONDITION = 10.0  # "auto" goes dense when the correlations' condition num
 #                         this and what sampling noise alone would give (Marchenko-Pastur)
 
 
+BATCH_GROUPS = 4  # burn-in: up to 4 groups of chains, each running its own (ε, L)
+MIN_GROUP_CHAINS = 2  # ... of at least 2 chains each
+STEPS_CAP = 8  # the L box starts at {1..8} and doubles while the incumbent is near its top:
+GROW_AT = 3  # ... at L >= GROW_AT/4 of the cap
+
 MASSES = ("auto", "diag", "dense", "identity")
 
 
@@ -87,8 +104,10 @@ def needs_dense(cov: np.ndarray, n: int | None) -> bool:
 # ---------------------------------------------------------------------------------------
 class AHMCTuner(GPBanditTuner):
     """`GPBanditTuner` with AHMC's burn-in schedule, a relative ε box and an optional diagonal
-    metric learned in burn-in (module docstring). History entries carry "epoch": the number
-    of metric updates (GP resets) before the chunk.
+    metric learned in burn-in, a batch of settings per burn-in step and an L box that grows
+    (module docstring). History entries carry "epoch" (the number of metric updates, GP
+    resets, before the chunk) and "group" (the chain group observed; 0 when one setting
+    ran): a burn-in step of a batch adds one entry per group.
 
     Args:
         warmup, thin: the run's burn-in transitions and thinning (for the chunk lengths).
@@ -98,6 +117,10 @@ class AHMCTuner(GPBanditTuner):
             "identity" (keep the initial).
         mass_windows: (start, end₁, end₂, …) fractions of the k burn-in BO steps.
         eps_factors: the relative box [f₁ ε₀, f₂ ε₀] when eps_bounds is None.
+        batch: chain groups in burn-in, each with its own (ε, L); None: min(4, chains // 2)
+            (1 below 4 chains); 1: one shared setting (the paper).
+        steps_cap: the first cap on L (8), doubled while the incumbent is near it; 0 or
+            None: the whole box from the start (the paper).
         logdensity_fn, start_positions: for Stan's step-size heuristic (the relative box).
         other keyword arguments: GPBanditTuner's.
     """
@@ -106,6 +129,7 @@ class AHMCTuner(GPBanditTuner):
 
     def __init__(self, *, warmup: int, thin: int = 1, bo_steps: int = BO_STEPS,
                  mass: str = "auto", mass_windows=MASS_WINDOWS, eps_factors=EPS_FACTORS,
+                 batch: int | None = None, steps_cap: int | None = STEPS_CAP,
                  logdensity_fn=None, start_positions=None, **options):
         if options.get("budget") is not None:
             raise ValueError("AHMC sets its chunk lengths from the burn-in (no budget)")
@@ -116,7 +140,18 @@ class AHMCTuner(GPBanditTuner):
         self.step_transitions = warmup // self.burn_steps if self.burn_steps else DEFAULT_M
         self.longer = warmup % self.burn_steps if self.burn_steps else 0
         self.sampling_draws = max(1, self.step_transitions // thin)
+        if batch is not None and int(batch) < 1:
+            raise ValueError(f"batch must be a number of chain groups >= 1, got {batch}")
+        if steps_cap is not None and int(steps_cap) < 0:
+            raise ValueError(f"steps_cap must be a number of leapfrog steps (0: none), got "
+                             f"{steps_cap}")
+        self.batch = None if batch is None else int(batch)  # None: chosen from the chains
+        self.steps_cap = int(steps_cap) if steps_cap else None  # 0 or None: the whole box
+        self.points: list[tuple[float, int]] | None = None  # per group, in batch burn-in
         super().__init__(k=max(self.burn_steps, 1), **options)
+        if self.steps_cap is not None:
+            self.steps_cap = max(self.steps_cap, math.ceil(self.steps_bounds[0]))
+        self.steps_cap_start = self.steps_cap
         self.relative_box = options.get("eps_bounds") is None
         self.eps_factors = tuple(float(f) for f in eps_factors)
         self.mass = mass
@@ -171,13 +206,111 @@ class AHMCTuner(GPBanditTuner):
             self.eps0 = eps0
             self.eps_bounds = (eps0 * self.eps_factors[0], eps0 * self.eps_factors[1])
 
+    # -- the box, grown in L ---------------------------------------------------------------
+    @property
+    def upper(self) -> np.ndarray:
+        """The box's upper corner, with L at most `steps_cap` while that is below the box's."""
+        hi = math.floor(self.steps_bounds[1])
+        if self.steps_cap is not None:
+            hi = min(hi, self.steps_cap)
+        return np.array([math.log(self.eps_bounds[1]), hi])
+
+    def _grow_steps(self) -> bool:
+        """Double the L cap when the incumbent's L is in its upper half: the reward is still
+        rising towards long trajectories, so longer ones may pay; until then none longer
+        than twice the best seen is run. The GP is rebuilt over the new box (its length
+        scales are 0.2 of the box's range) with every observation kept."""
+        if self.steps_cap is None or self.gp.n_obs == 0:
+            return False
+        hi = math.floor(self.steps_bounds[1])
+        if self.steps_cap >= hi or 4 * self.incumbent()[1] < GROW_AT * self.steps_cap:
+            return False
+        self.steps_cap = min(hi, 2 * self.steps_cap)
+        data = self.gp.state_dict()
+        self.gp = self._make_gp()
+        self.gp.load_state_dict(data)
+        return True
+
+    # -- chain groups in burn-in ----------------------------------------------------------
+    def groups(self, chains: int) -> int:
+        """Chain groups in burn-in: `batch` if given, else as many as BATCH_GROUPS allows
+        with at least MIN_GROUP_CHAINS chains each (1 below 2·MIN_GROUP_CHAINS chains)."""
+        if self.batch is not None:
+            return max(1, min(self.batch, chains))
+        return max(1, min(BATCH_GROUPS, chains // MIN_GROUP_CHAINS))
+
+    @staticmethod
+    def group_of(chains: int, groups: int) -> np.ndarray:
+        """The group of each chain: contiguous blocks, as even as the counts allow."""
+        return (np.arange(chains) * groups) // chains
+
+    def first_batch(self, groups: int) -> list[tuple[float, int]]:
+        """The first points of a fresh GP in batch burn-in: ε at Stan's heuristic ε₀ (the box's
+        centre without one) and L spread geometrically over the box's range of L, so the
+        first step already sees short and long trajectories at a sensible step size."""
+        lo, hi = self.lower, self.upper
+        log_eps = math.log(self.eps0) if self.eps0 else 0.5 * (lo[0] + hi[0])
+        if groups == 1:
+            return [self.start_point(math.exp(log_eps), lo[1])]
+        frac = np.arange(groups) / (groups - 1)
+        steps = np.exp(np.log(lo[1]) + frac * (np.log(hi[1]) - np.log(lo[1])))
+        return [self._snap((log_eps, s)) for s in steps]
+
+    def _chunk_of(self, chunk: dict, chains: np.ndarray) -> dict:
+        """The chunk restricted to some chains (the leading axis of every array)."""
+        def take(a):
+            return a[chains] if isinstance(a, np.ndarray) and a.ndim >= 1 else a
+
+        info = chunk["info"]
+        if isinstance(info, dict):
+            info = {k: take(np.asarray(v)) for k, v in info.items()}
+        else:
+            info = type(info)(*[take(np.asarray(v)) for v in info])
+        return {**chunk, "positions": take(np.asarray(chunk["positions"])),
+                "lp": take(np.asarray(chunk["lp"])) if "lp" in chunk else None, "info": info}
+
+    def _observe_groups(self, chunk: dict) -> list[dict]:
+        """One history entry per group, each observing its own chains' reward."""
+        if not self.points:
+            entry = self.observe(chunk)
+            entry["group"] = 0
+            return [entry]
+        chains = np.asarray(chunk["positions"]).shape[0]
+        group = self.group_of(chains, len(self.points))
+        entries = []
+        for g, point in enumerate(self.points):
+            self.point = point
+            entry = self.observe(self._chunk_of(chunk, np.flatnonzero(group == g)))
+            entry["group"] = g
+            entries.append(entry)
+        self.point = self.points[0]
+        return entries
+
+    def _apply(self, knobs):
+        """Each chain's (ε, L): its group's in batch burn-in, else the shared one."""
+        if not self.points:
+            return super()._apply(knobs)
+        eps = np.asarray(knobs.step_size)
+        steps = np.asarray(knobs.num_steps)
+        group = self.group_of(eps.shape[0], len(self.points))
+        e = np.array([math.exp(p[0]) for p in self.points])[group]
+        n = np.array([p[1] for p in self.points])[group]
+        return knobs._replace(step_size=e.astype(eps.dtype).reshape(eps.shape),
+                              num_steps=n.astype(steps.dtype).reshape(steps.shape))
+
     # -- the Tuner protocol ----------------------------------------------------------------
     def initial_knobs(self, knobs):
         knobs = self._laplace_metric(self._shape_metric(knobs))
         if self.relative_box and self.start_positions is not None:
             self._recentre(self.start_positions, np.asarray(knobs.inverse_mass_matrix)[0],
                            float(np.mean(np.asarray(knobs.step_size))))
-        return super().initial_knobs(knobs)
+        knobs = super().initial_knobs(knobs)
+        chains = np.asarray(knobs.step_size).reshape(-1).shape[0]
+        groups = self.groups(chains) if self.burn_steps > 1 else 1
+        if groups > 1:
+            self.points = self.first_batch(groups)
+            self.point = self.points[0]
+        return self._apply(knobs)
 
     def chunk_draws(self, knobs, chunk_size: int) -> int:
         """BO step j = i + 1: m (+1 for the first B mod k) transitions in burn-in, m // thin
@@ -202,19 +335,29 @@ class AHMCTuner(GPBanditTuner):
                    and self.windows[0] < self.i <= self.windows[-1])
         if collect:
             self._welford_add(np.asarray(chunk["positions"], np.float64))
-        entry = self.observe(chunk)
-        entry["epoch"] = self.epoch
-        entry["incumbent"] = False
+        entries = self._observe_groups(chunk)
+        for entry in entries:
+            entry["epoch"] = self.epoch
+            entry["incumbent"] = False
+        self._grow_steps()
         if collect and self.i in self.windows[1:]:
             knobs = self._new_metric(knobs, chunk)  # no proposal: the GP starts afresh
         elif phase == WARMUP and self.i == self.burn_steps and self.gp.n_obs > 0:
             # Burn-in's exploration ends: sampling starts from the incumbent, not from a last
-            # exploratory proposal nobody has tried (docs/tuning.md, "Robust defaults").
+            # exploratory proposal nobody has tried (docs/tuning.md, "Robust defaults"), and
+            # every chain runs it.
+            self.points = None
             self.point = self.incumbent()
-            entry["incumbent"] = True
+            entries[-1]["incumbent"] = True
+        elif self.points:
+            # burn-in's p_i is 1: every step proposes, one point per group
+            self.points = self.propose_batch(entries[0]["p_i"], len(self.points))
+            self.point = self.points[0]
+            for entry in entries:
+                entry["proposed"] = True
         else:
-            self.move(entry)
-        self.history.append(entry)
+            self.move(entries[-1])
+        self.history.extend(entries)
         return self._apply(knobs)
 
     def search_box(self) -> tuple[np.ndarray, np.ndarray]:
@@ -302,8 +445,16 @@ class AHMCTuner(GPBanditTuner):
         if self.relative_box:
             last = np.asarray(chunk["positions"])[:, -1]
             self._recentre(last, inv, self.step_size)
+        if self.steps_cap is not None and self.gp.n_obs > 0:
+            # what the last epoch learned about L carries over as the new cap: no longer
+            # than twice its incumbent's (STEPS_CAP at least), growing again if need be
+            self.steps_cap = max(self.steps_cap_start, 2 * self.incumbent()[1])
         self.reset_gp()
-        self.point = self.start_point(self.step_size, self.num_steps)
+        if self.points:
+            self.points = self.first_batch(len(self.points))
+            self.point = self.points[0]
+        else:
+            self.point = self.start_point(self.step_size, self.num_steps)
         return knobs
 
     # -- state -----------------------------------------------------------------------------
@@ -316,9 +467,14 @@ class AHMCTuner(GPBanditTuner):
             "m2": self.welford[2].tolist()}
         state["metric_kind"] = self.metric_kind
         state["dense_knob"] = self.dense_knob
+        state["steps_cap"] = self.steps_cap
+        state["points"] = None if self.points is None else [list(p) for p in self.points]
         return state
 
     def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
+        self.steps_cap = state.get("steps_cap")  # before the GP is rebuilt over the box
+        points = state.get("points")
+        self.points = None if points is None else [(float(a), int(b)) for a, b in points]
         super().load_state_dict(state, history)
         self.epoch = int(state.get("epoch", 0))
         self.eps0 = state.get("eps0")
@@ -333,7 +489,8 @@ class AHMCTuner(GPBanditTuner):
 # Building the tuner from the run's options (what config.json records)
 # ---------------------------------------------------------------------------------------
 TUNER_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "schedule", "acquisition", "mass",
-                 "bo_steps", "mass_windows", "eps_factors", "start", "adapt_in_sampling")
+                 "bo_steps", "mass_windows", "eps_factors", "start", "adapt_in_sampling",
+                 "batch", "steps_cap")
 _CHOICES = {"reward": ("esjd", "ess", "acf"), "schedule": ("inverse_sqrt", "exponential", "power"),
             "acquisition": ("ucb", "ei"), "mass": MASSES,
             "start": ("corner", "center", "knobs")}
@@ -369,6 +526,10 @@ def validate_options(options: dict) -> dict:
             raise BomcmcError("mass_windows must be increasing fractions in [0, 1] "
                               f"(start, end, ...), got {opts['mass_windows']!r}")
         opts["mass_windows"] = w
+    if "batch" in opts:
+        opts["batch"] = integer("batch", opts["batch"])
+    if "steps_cap" in opts:
+        opts["steps_cap"] = integer("steps_cap", opts["steps_cap"], lo=0)
     if "adapt_in_sampling" in opts:
         opts["adapt_in_sampling"] = bool(opts["adapt_in_sampling"])
     return opts

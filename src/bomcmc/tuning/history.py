@@ -44,17 +44,21 @@ def history_from_dataset(ds) -> list[dict]:
 
 
 def summarize_tuning(idata) -> dict | None:
-    """A JSON-able summary of a run's bandit (for `bomcmc summary`): BO steps, proposals,
-    the final and the incumbent (ε, L), the number of GP resets, the last p_i."""
+    """A JSON-able summary of a run's bandit (for `bomcmc summary`): BO steps, observations
+    (more than BO steps where burn-in ran a batch of settings per step), proposals, the final
+    and the incumbent (ε, L), the number of GP resets, the last p_i."""
     found = tuning_from_idata(idata)
     if found is None:
         return None
     tuner, history = found
     finite = [h for h in history if h.get("reward") is not None]
+    # one entry per observation: a BO step of a batch burn-in observes one per chain group
+    steps = {h["i"]: h for h in history}
     out = {
-        "bo_steps": len(history),
-        "bo_steps_warmup": sum(1 for h in history if h.get("phase") == 0),
-        "proposals": sum(1 for h in history if h.get("proposed")),
+        "bo_steps": len(steps),
+        "bo_steps_warmup": sum(1 for h in steps.values() if h.get("phase") == 0),
+        "observations": len(history),
+        "proposals": sum(1 for h in steps.values() if h.get("proposed")),
         "distinct_settings": len({(h["eps"], h["L"]) for h in history}),
         "final": {"step_size": tuner.step_size, "num_steps": tuner.num_steps},
         "best": tuner.best() if tuner.gp is not None and tuner.gp.n_obs else None,

@@ -130,7 +130,9 @@ class TwoPhaseTuner(sir_policy.TwoPhases, AHMCTuner):
         super().__init__(warmup=warmup, thin=thin, bo_steps=bo_steps, reward=reward, mass=mass,
                          acquisition=acquisition, start=start, signal_var=signal_var,
                          noise_var=noise_var, lengthscale_factor=lengthscale_factor,
-                         adapt_in_sampling=False, **options)
+                         adapt_in_sampling=False, batch=1, steps_cap=0, **options)
+        # batch=1, steps_cap=0: the shared (ε, L) over the whole box of Wang (2012); the
+        # mixture's knobs are per component, not per chain group
         self.warmup = warmup
         self.policy_size = int(policy_size)
         self.candidates = candidates

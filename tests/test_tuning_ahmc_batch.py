@@ -1,0 +1,156 @@
+"""Adaptive HMC's batch burn-in: chain groups with their own (ε, L), GP-BUCB batches, the L
+cap that grows and shrinks, and the mode search's gradients counted in the warm-up."""
+
+import json
+import math
+
+import jax
+import numpy as np
+import pytest
+
+import bomcmc
+from bomcmc.kernels import ahmc, hmc
+from bomcmc.tuning import ahmc_tuner
+from bomcmc.tuning.ahmc_tuner import AHMCTuner
+from bomcmc.tuning.rewards import esjd
+
+FAST = dict(progress=False, float64=True)
+
+pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
+
+
+def _tuner(**kw):
+    opts = dict(warmup=1000, eps_bounds=(0.01, 1.0), steps_bounds=(1, 100), seed=0,
+                maxfun=60)
+    return AHMCTuner(**{**opts, **kw})
+
+
+def test_groups_are_contiguous_and_as_even_as_the_counts_allow():
+    assert AHMCTuner.group_of(8, 4).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert np.bincount(AHMCTuner.group_of(10, 4)).tolist() == [3, 2, 3, 2]
+    t = _tuner()
+    assert [t.groups(c) for c in (1, 2, 3, 4, 7, 8, 16, 64)] == [1, 1, 1, 2, 3, 4, 4, 4]
+    assert _tuner(batch=1).groups(16) == 1 and _tuner(batch=8).groups(4) == 4
+
+
+def test_gp_bucb_batch_spreads_and_leaves_the_gp_alone():
+    t = _tuner(steps_cap=0)
+    t.gp = t._make_gp()
+    for le, L, r in [(math.log(0.1), 10, 1.0), (math.log(0.3), 40, 0.5)]:
+        t.gp.add((le, L), r)
+    before = t.gp.state_dict()
+    batch = t.propose_batch(1.0, 4)
+    assert batch[0] == t.propose(1.0)  # the first point is the plain proposal
+    assert len(set(batch)) == 4  # the fantasised observations push the others away
+    assert t.gp.state_dict() == before
+
+
+def test_each_group_observes_its_own_chains():
+    t = _tuner()
+    t.points = [(math.log(0.1), 2), (math.log(0.2), 4)]
+    t.gp = t._make_gp()
+    jumps = np.array([[1.0] * 5, [3.0] * 5, [10.0] * 5, [20.0] * 5])  # (4 chains, 5)
+    info = {"esjd": jumps, "diverging": np.zeros_like(jumps, bool)}
+    chunk = {"phase": 0, "positions": np.zeros((4, 5, 2)), "lp": np.zeros((4, 5)),
+             "info": info}
+    entries = t._observe_groups(chunk)
+    assert [e["group"] for e in entries] == [0, 1]
+    assert [e["L"] for e in entries] == [2, 4]
+    assert entries[0]["reward"] == pytest.approx(2.0 / math.sqrt(2))  # chains 0, 1
+    assert entries[1]["reward"] == pytest.approx(15.0 / math.sqrt(4))  # chains 2, 3
+    assert entries[1]["reward"] == pytest.approx(esjd({**chunk, "num_steps": 4, "info": {
+        "esjd": jumps[2:], "diverging": info["diverging"][2:]}}))
+    assert t.gp.n_obs == 2
+
+
+def test_the_cap_grows_near_its_top_and_carries_over_a_metric_update():
+    t = _tuner()  # cap 8
+    t.gp = t._make_gp()
+    t.gp.add((math.log(0.1), 4), 1.0)
+    assert not t._grow_steps() and t.upper[1] == 8  # the best L = 4 is not near 8
+    t.gp.add((math.log(0.1), 7), 3.0)
+    scale = t.gp.lengthscales[1]
+    assert t._grow_steps() and t.upper[1] == 16  # the best L = 7 >= 3/4 of 8: doubled
+    assert t.gp.n_obs == 2 and t.gp.lengthscales[1] == pytest.approx(scale * 15 / 7)
+    t.gp.add((math.log(0.1), 15), 9.0)
+    assert t._grow_steps() and t.upper[1] == 32
+    # a metric update: the new epoch's cap is twice the last epoch's best L
+    t.gp = t._make_gp()
+    t.gp.add((math.log(0.1), 5), 1.0)
+    t.steps_cap = max(t.steps_cap_start, 2 * t.incumbent()[1])
+    assert t.upper[1] == 10
+    full = _tuner(steps_cap=0)
+    assert full.upper[1] == 100 and full.steps_cap is None
+
+
+def test_batch_burn_in_runs_per_group_knobs_then_one_shared_setting(tmp_path):
+    out = tmp_path / "run"
+    res = bomcmc.sample(posterior="gauss-iid-3", sampler="ahmc", chains=8, warmup=200,
+                        draws=40, seed=1, out=out, **FAST)
+    recs = [dict(np.load(p)) for p in sorted((out / "chunks").glob("*.npz"))]
+    group = AHMCTuner.group_of(8, 4)
+    for r in recs:
+        eps, steps = r["knobs.step_size"], r["knobs.num_steps"]
+        for g in range(4):  # one setting per group
+            assert len(set(eps[group == g])) == 1 and len(set(steps[group == g])) == 1
+        entries = json.loads(str(r["tuner_history"]))
+        if int(r["phase"]) == 0:
+            assert [h["group"] for h in entries] == [0, 1, 2, 3]
+            assert [h["eps"] for h in entries] == pytest.approx(
+                [eps[group == g][0] for g in range(4)])
+            assert [h["L"] for h in entries] == [int(steps[group == g][0]) for g in range(4)]
+        else:  # sampling: every chain runs the incumbent
+            assert len(set(eps)) == 1 and len(set(steps)) == 1 and len(entries) == 1
+    distinct = [len(set(r["knobs.num_steps"])) for r in recs if int(r["phase"]) == 0]
+    assert max(distinct) > 1  # the groups did run different settings
+    # burn-in's L never exceeded the cap, which starts at 8 and doubles at most once a step
+    state = json.loads(res.idata.tuning.attrs["tuner_state"])
+    warm_L = [int(r["knobs.num_steps"].max()) for r in recs if int(r["phase"]) == 0]
+    assert max(warm_L) <= state["steps_cap"] and warm_L[0] <= ahmc_tuner.STEPS_CAP
+
+
+def test_the_mode_search_counts_its_evaluations():
+    from bomcmc import models
+    from bomcmc.posterior import flatten
+
+    flat = flatten(models.get("logistic-heart"))
+    calls = [0]
+
+    def logdensity(x):  # counts every evaluation as it happens
+        jax.debug.callback(lambda: calls.__setitem__(0, calls[0] + 1))
+        return flat.logdensity_fn(x)
+
+    x0 = flat.init_flat(jax.random.PRNGKey(0), 2)
+    for i in range(2):
+        calls[0] = 0
+        x, n = jax.jit(lambda x: ahmc.find_mode_counted(x, logdensity))(x0[i])
+        jax.block_until_ready(x)
+        assert int(n) == calls[0] > 2
+        np.testing.assert_array_equal(x, ahmc.find_mode(x0[i], flat.logdensity_fn))
+
+
+def test_the_warm_up_counts_the_mode_search(tmp_path):
+    """totals["n_grad_warmup"] = the warm-up transitions' gradients + the L-BFGS start's,
+    stored with the first chunk so that a resumed run keeps them."""
+    from bomcmc import models
+    from bomcmc.posterior import flatten
+
+    kw = dict(posterior="logistic-heart", sampler="ahmc", chains=4, warmup=20, draws=10,
+              seed=3, **FAST)
+    res = bomcmc.sample(out=tmp_path / "run", **kw)
+    recs = [dict(np.load(p)) for p in sorted((tmp_path / "run" / "chunks").glob("*.npz"))]
+    transitions = sum(int(r["info.n_grad"].sum()) for r in recs if int(r["phase"]) == 0)
+    flat = flatten(models.get("logistic-heart"))
+    starts = flat.init_flat(jax.random.fold_in(jax.random.PRNGKey(3), 0), 4)
+    _, n = jax.jit(jax.vmap(lambda x: ahmc.find_mode_counted(x, flat.logdensity_fn)))(starts)
+    assert int(recs[0]["start_grads"]) == int(np.sum(n)) > 0
+    assert res.totals["n_grad_warmup"] == transitions + int(np.sum(n))
+    assert bomcmc.load(tmp_path / "run").totals["n_grad_warmup"] == res.totals["n_grad_warmup"]
+    plain = bomcmc.sample(posterior="logistic-heart", sampler="hmc", chains=4, warmup=5,
+                          draws=5, seed=3, out=tmp_path / "hmc", **FAST)
+    first = dict(np.load(sorted((tmp_path / "hmc" / "chunks").glob("*.npz"))[0]))
+    assert int(first["start_grads"]) == 0 and plain.totals["n_grad_warmup"] == sum(
+        int(np.asarray(dict(np.load(p))["info.n_grad"]).sum())
+        for p in sorted((tmp_path / "hmc" / "chunks").glob("*.npz"))
+        if int(dict(np.load(p))["phase"]) == 0)
+    assert hmc.init is ahmc.kernel.init  # the start runs apart, before the plain init
