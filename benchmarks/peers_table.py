@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The modern-peers table of docs/benchmarks.md from `benchmarks/run.py` results.
 
-    python benchmarks/peers_table.py benchmarks/results/peers-*.json
+    python benchmarks/peers_table.py benchmarks/results/peers-*.json [later files ...]
 
 For every posterior and sampler, means over the repeats (seeds) of: min and median bulk ESS
 per 1000 gradients of the sampling phase, the same with the warm-up's gradients counted, min
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 OURS = "bomcmc-ahmc"
-OWN = ("bomcmc-ahmc", "bomcmc-hmc", "bomcmc-nuts", "bare-hmc")
+OWN = ("bomcmc-ahmc", "bomcmc-ahmc-paper", "bomcmc-hmc", "bomcmc-nuts", "bare-hmc")
 
 
 def _mean(runs: list[dict], get) -> float:
@@ -75,12 +75,23 @@ def rows(results: list[dict]) -> list[str]:
     return out
 
 
+def merge(results: list[dict]) -> list[dict]:
+    """One result per posterior, its samplers gathered from every file; where two files ran
+    the same sampler on the same posterior, the later file's runs replace the earlier's (so
+    a re-run of one sampler updates the table without re-running the peers)."""
+    merged: dict[str, dict] = {}
+    for res in results:
+        for name, post in res["posteriors"].items():
+            into = merged.setdefault(name, {"samplers": {}})
+            into["samplers"].update(post["samplers"])
+    return [{"posteriors": {name: post}} for name, post in merged.items()]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="+", help="benchmarks/run.py result files")
     args = ap.parse_args(argv)
-    results = [json.loads(Path(p).read_text()) for p in args.results]
-    print("\n".join(rows(results)))
+    print("\n".join(rows(merge([json.loads(Path(p).read_text()) for p in args.results]))))
     return 0
 
 

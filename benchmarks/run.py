@@ -59,7 +59,8 @@ BEGIN, END = "<!-- BEGIN GENERATED (benchmarks/run.py) -->", "<!-- END GENERATED
 
 # BlackJAX's self-tuning samplers, run by benchmarks/peers_blackjax.py
 PEER_SAMPLERS = ("blackjax-chees", "blackjax-meads", "blackjax-mams", "blackjax-nuts-lowrank")
-ALL_SAMPLERS = ("bomcmc-hmc", "bomcmc-nuts", "bomcmc-ahmc", "numpyro-nuts", "blackjax-nuts",
+ALL_SAMPLERS = ("bomcmc-hmc", "bomcmc-nuts", "bomcmc-ahmc", "bomcmc-ahmc-paper",
+                "numpyro-nuts", "blackjax-nuts",
                 "bare-hmc") + PEER_SAMPLERS
 DEFAULT_SAMPLERS = "bomcmc-hmc,numpyro-nuts,blackjax-nuts"
 NUTS_SAMPLERS = ("bomcmc-nuts", "numpyro-nuts", "blackjax-nuts")
@@ -397,23 +398,30 @@ def run_bomcmc_nuts(ctx, seed: int) -> dict:
             "tree_depth_mean": float(np.asarray(ss["tree_depth"]).mean())}
 
 
-def run_bomcmc_ahmc(ctx, seed: int) -> dict:
+def run_bomcmc_ahmc(ctx, seed: int, **options) -> dict:
     """bomcmc's adaptive HMC with its defaults (nothing set per posterior): the GP bandit
-    tunes (ε, L) over the warm-up's 100 BO steps and goes on adapting with vanishing
-    probability while sampling; its default metric (`mass="auto"`: diagonal, or dense where
-    the posterior's correlations call for it) is learned in burn-in. The warm-up's gradients
-    include the bandit's exploration and the L-BFGS start (`kernels/ahmc.py`)."""
+    tunes (ε, L) over the warm-up's 100 BO steps, one setting per group of chains (batch
+    burn-in), and goes on adapting with vanishing probability while sampling; its default
+    metric (`mass="auto"`: diagonal, or dense where the posterior's correlations call for
+    it) is learned in burn-in. The warm-up's gradients include the bandit's exploration and
+    the L-BFGS start (`kernels/ahmc.py`)."""
     import bomcmc
 
     t0 = time.perf_counter()
     res = bomcmc.sample(
         posterior=ctx["name"], sampler="ahmc", chains=ctx["chains"], draws=ctx["draws"],
-        warmup=ctx["warmup"], seed=seed, progress=False, float64=ctx["float64"],
+        warmup=ctx["warmup"], seed=seed, progress=False, float64=ctx["float64"], **options,
     )
     ss = res.idata.sample_stats
     eps = np.asarray(ss["step_size"]) if "step_size" in ss else np.array([np.nan])
     return {**_bomcmc_raw(res, ctx, time.perf_counter() - t0),
             "step_size": float(np.nanmean(eps))}
+
+
+def run_bomcmc_ahmc_paper(ctx, seed: int) -> dict:
+    """`bomcmc-ahmc` with the paper's burn-in: one (ε, L) for all chains and the whole L box
+    from the start (batch=1, steps_cap=0), to measure what the batch burn-in changes."""
+    return run_bomcmc_ahmc(ctx, seed, batch=1, steps_cap=0)
 
 
 def run_numpyro(ctx, seed: int) -> dict:
@@ -629,7 +637,7 @@ def _peer(name: str):
 
 
 RUNNERS = {"bomcmc-hmc": run_bomcmc, "bomcmc-nuts": run_bomcmc_nuts,
-           "bomcmc-ahmc": run_bomcmc_ahmc,
+           "bomcmc-ahmc": run_bomcmc_ahmc, "bomcmc-ahmc-paper": run_bomcmc_ahmc_paper,
            "numpyro-nuts": run_numpyro, "blackjax-nuts": run_blackjax,
            "bare-hmc": run_bare_hmc,
            **{name: _peer(name) for name in PEER_SAMPLERS}}
