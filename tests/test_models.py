@@ -70,3 +70,25 @@ def test_registry_lists_required_names():
                 "logistic-australian", "logistic-german", "logistic-heart", "logistic-pima",
                 "logistic-ripley"}
     assert required <= set(models.names())
+
+
+def test_synthetic_logistic_family_adds_rows_without_changing_the_first():
+    """`logistic-synthetic-N` (the data-size sweep of benchmarks/scaling.py): the first rows
+    of a larger N are a smaller N's, so its log likelihood at any β is the smaller one's
+    plus the new rows' terms; the gradient matches central differences."""
+    small, large = models.get("logistic-synthetic-50"), models.get("logistic-synthetic-80")
+    assert models.is_builtin("logistic-synthetic-80") and large.meta["n"] == 80
+    beta = {"beta": jnp.linspace(-0.5, 0.5, 20, dtype=jnp.float64)}
+    prior = -0.5 * float(jnp.sum(beta["beta"] ** 2)) / 100.0
+    lik_small = float(small.logdensity_fn(beta)) - prior
+    lik_large = float(large.logdensity_fn(beta)) - prior
+    assert lik_large < lik_small < 0  # the extra 30 rows add negative log-likelihood terms
+    again = models.get("logistic-synthetic-50")
+    assert float(again.logdensity_fn(beta)) == float(small.logdensity_fn(beta))
+    flat = flatten(small)
+    x = jnp.linspace(-0.3, 0.3, flat.dim, dtype=jnp.float64)
+    g = np.asarray(jax.grad(flat.logdensity_fn)(x))
+    h = 1e-6
+    fd = [(float(flat.logdensity_fn(x.at[i].add(h))) - float(flat.logdensity_fn(x.at[i].add(-h))))
+          / (2 * h) for i in range(flat.dim)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)

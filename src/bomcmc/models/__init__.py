@@ -46,6 +46,7 @@ _FAMILIES: list[tuple[str, Callable[..., Posterior]]] = [
     (r"spinglass-([1-9]\d*)x\1x\1", partial(_spin_posterior, "spin_glass")),
     (r"rbm-digits-([1-9]\d*)", partial(_spin_posterior, "rbm_digits")),
     (r"lgcp-([1-9]\d*)", _lgcp),
+    (r"logistic-synthetic-([1-9]\d*)", logistic.synthetic),
 ]
 
 

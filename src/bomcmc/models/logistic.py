@@ -67,3 +67,24 @@ def girolami(dataset: str) -> Posterior:
         description=f"Bayesian logistic regression, {dataset} (n={X.shape[0]}, d={X.shape[1]}), "
         "prior N(0, 100 I)",
     )
+
+
+SYNTHETIC_DIM = 20  # coefficients of `synthetic` (an intercept and 19 features)
+
+
+def synthetic(n: int, d: int = SYNTHETIC_DIM, seed: int = 0) -> Posterior:
+    """Logistic regression on n simulated rows, for measuring how cost grows with data size:
+    standard-normal features (with an intercept column), coefficients drawn once from
+    N(0, 0.5² I), labels y_i ~ Bernoulli(σ(x_iᵀβ)), all from `seed`. The rows of a smaller n
+    are the first rows of a larger one, so only the amount of data changes."""
+    if int(n) < 1:
+        raise BomcmcError(f"logistic-synthetic needs at least one row, got {n}")
+    rng = np.random.default_rng(seed)
+    beta = rng.normal(0.0, 0.5, d)
+    features = np.random.default_rng(seed + 1).normal(size=(int(n), d - 1))
+    X = np.column_stack([np.ones(int(n)), features])
+    u = np.random.default_rng(seed + 2).uniform(size=int(n))
+    y = (u < 1.0 / (1.0 + np.exp(-(X @ beta)))).astype(float)
+    return logistic_regression(X, y, name=f"logistic-synthetic-{int(n)}",
+                               description=f"logistic regression on {int(n)} simulated rows, "
+                               f"d={d} (for scaling in data size)")
