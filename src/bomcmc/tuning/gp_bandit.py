@@ -296,7 +296,7 @@ class GPBanditTuner(Tuner):
             def slope(mean, var):  # (∂u/∂μ, ∂u/∂σ)
                 return acquisition.ucb_slope(s, p, beta)
         else:
-            best = s * float(np.max(self.gp.predict(self.gp.X)[0])) + self.xi  # y* + ξ
+            best = s * float(np.max(self.gp.mean(self.gp.X))) + self.xi  # y* + ξ
 
             def value(mean, var):
                 return acquisition.improvement(s * mean - best, math.sqrt(var))
@@ -358,8 +358,7 @@ class GPBanditTuner(Tuner):
 
     def incumbent(self) -> tuple[float, int]:
         """The observed γ with the highest posterior mean."""
-        mean, _ = self.gp.predict(self.gp.X)
-        return self._snap(self.gp.X[int(np.argmax(mean))])
+        return self._snap(self.gp.X[int(np.argmax(self.gp.mean(self.gp.X)))])
 
     def best(self) -> dict:
         """{"step_size", "num_steps", "mean_reward"} of the incumbent."""
