@@ -216,9 +216,9 @@ class AHMCTuner(GPBanditTuner):
         return np.array([math.log(self.eps_bounds[1]), hi])
 
     def _grow_steps(self) -> bool:
-        """Double the L cap when the incumbent's L is in its upper half: the reward is still
-        rising towards long trajectories, so longer ones may pay; until then none longer
-        than twice the best seen is run. The GP is rebuilt over the new box (its length
+        """Double the L cap when the incumbent's L is at least GROW_AT/4 of it: the reward is
+        still rising towards the longest trajectories tried, so longer ones may pay; until
+        then none beyond the cap is run. The GP is rebuilt over the new box (its length
         scales are 0.2 of the box's range) with every observation kept."""
         if self.steps_cap is None or self.gp.n_obs == 0:
             return False
