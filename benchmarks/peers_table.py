@@ -8,7 +8,10 @@ per 1000 gradients of the sampling phase, the same with the warm-up's gradients 
 ESS per second of the sampling phase and end to end (compilation included), the largest
 R-hat and the largest |z| of the means against the run's reference (flagged when above 4).
 Then, per posterior, `bomcmc-ahmc` ÷ the best peer in min ESS per 1000 gradients with the
-warm-up counted (the peers: every sampler but bomcmc's own).
+warm-up counted, in the sampling phase alone, and in min ESS per second end to end (the
+peers: every sampler but bomcmc's own, runs flagged by |z| > 4 left out). Seconds compare
+only within one run of `benchmarks/run.py` (the machine's load differs between runs): a
+seconds ratio across two result files is shown in brackets, marked "another run".
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def rows(results: list[dict]) -> list[str]:
     for res in results:
         for name, post in res["posteriors"].items():
             sums = {s: summary(v["repeats"]) for s, v in post["samplers"].items()}
+            source = {s: v.get("source", 0) for s, v in post["samplers"].items()}
             for s, m in sums.items():
                 flag = " **FLAG**" if m["z"] > 4 else ""
                 label = f"`{s}`" + (f" ({m['chains']} chains)" if m["chains"] else "")
@@ -63,15 +67,23 @@ def rows(results: list[dict]) -> list[str]:
             peers = {s: m for s, m in sums.items() if s not in OWN and m["z"] <= 4}
             if OURS in sums and peers:
                 best = max(peers, key=lambda s: peers[s]["min_all"])
+                fastest = max(peers, key=lambda s: peers[s]["per_s_e2e"])
+                side_by_side = source[fastest] == source[OURS]
+                per_s = (f"{sums[OURS]['per_s_e2e'] / peers[fastest]['per_s_e2e']:.2f} "
+                         f"(`{fastest}`)" if side_by_side else
+                         f"({sums[OURS]['per_s_e2e'] / peers[fastest]['per_s_e2e']:.2f}, "
+                         f"`{fastest}`, another run)")
                 ratios.append(f"| {name} | {sums[OURS]['min_all']:.1f} | `{best}` "
                               f"{peers[best]['min_all']:.1f} | "
                               f"{sums[OURS]['min_all'] / peers[best]['min_all']:.2f} | "
-                              f"{sums[OURS]['min'] / max(m['min'] for m in peers.values()):.2f} |")
+                              f"{sums[OURS]['min'] / max(m['min'] for m in peers.values()):.2f} | "
+                              f"{per_s} |")
     out = head + body
     if ratios:
         out += ["", "| posterior | `bomcmc-ahmc` min ESS/1000 grad, with warm-up | best peer "
                 "(correct runs only) | ratio, with warm-up | ratio, sampling only (best "
-                "peer's sampling) |", "|---|---|---|---|---|"] + ratios
+                "peer's sampling) | ratio, min ESS per second end to end (fastest peer) |",
+                "|---|---|---|---|---|---|"] + ratios
     return out
 
 
@@ -80,10 +92,11 @@ def merge(results: list[dict]) -> list[dict]:
     the same sampler on the same posterior, the later file's runs replace the earlier's (so
     a re-run of one sampler updates the table without re-running the peers)."""
     merged: dict[str, dict] = {}
-    for res in results:
+    for k, res in enumerate(results):
         for name, post in res["posteriors"].items():
             into = merged.setdefault(name, {"samplers": {}})
-            into["samplers"].update(post["samplers"])
+            # which file each sampler's runs came from: seconds compare only within a run
+            into["samplers"].update({s: {**v, "source": k} for s, v in post["samplers"].items()})
     return [{"posteriors": {name: post}} for name, post in merged.items()]
 
 
