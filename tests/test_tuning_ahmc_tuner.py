@@ -146,8 +146,9 @@ def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
         ["sample", "--posterior", "gauss-2d-corr", "--out", "x", "--sampler", "ahmc",
          "--eps-bounds", "0.01", "0.3", "--steps-bounds", "1", "40", "--reward", "esjd",
          "--mass", "identity", "--acquisition", "ei", "--schedule", "exponential",
-         "--bo-steps", "20"])
+         "--bo-steps", "20", "--batch", "2", "--steps-cap", "0"])
     kw = cli.commands.sample_kwargs(args)
+    assert kw["batch"] == 2 and kw["steps_cap"] == 0  # 0: the whole L box from the start
     assert kw["sampler"] == "ahmc" and kw["eps_bounds"] == [0.01, 0.3]
     assert kw["steps_bounds"] == [1, 40] and kw["reward"] == "esjd" and kw["mass"] == "identity"
     assert kw["acquisition"] == "ei" and kw["schedule"] == "exponential" and kw["bo_steps"] == 20
