@@ -12,8 +12,8 @@ HMC transition gets the key unchanged. So with all M slots equal (the adaptation
 transition is bit for bit `hmc.step` with those knobs.
 
 `sampler` ("two_phase", `sample(..., sampler="two_phase")`): this kernel, started like AHMC (L-BFGS
-towards the mode, `ahmc.init`), with random trajectory lengths L_r ~ U{1..L_k} on by
-default, and the `TwoPhaseTuner` (`tuning/two_phase.py`) built from the options in
+towards the mode, `ahmc.find_mode_counted` as the kernel's `start`), with random trajectory
+lengths L_r ~ U{1..L_k} on by default, and the `TwoPhaseTuner` (`tuning/two_phase.py`) built from the options in
 `TUNER_OPTIONS` (docs/tuning.md, "Two-phase mode").
 """
 

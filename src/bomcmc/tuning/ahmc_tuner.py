@@ -15,7 +15,8 @@ Wang, Mohamed & de Freitas 2013 §3, Wang 2012, Alg. 3), on the paper's schedule
 
 The start is the authors' too (their `ahmc.m` starts at argmin U found by L-BFGS): each
 chain's initial point is moved by at most 100 L-BFGS iterations towards the mode
-(`kernels/ahmc.py`: `find_mode`, in `init`).
+(`kernels/ahmc.py`: `find_mode_counted`, the kernel's `start`, whose evaluations count in the
+warm-up's gradients).
 
 Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler" and "The batch burn-in"):
 

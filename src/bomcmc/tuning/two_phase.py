@@ -131,8 +131,8 @@ class TwoPhaseTuner(sir_policy.TwoPhases, AHMCTuner):
                          acquisition=acquisition, start=start, signal_var=signal_var,
                          noise_var=noise_var, lengthscale_factor=lengthscale_factor,
                          adapt_in_sampling=False, batch=1, steps_cap=0, **options)
-        # batch=1, steps_cap=0: the shared (ε, L) over the whole box of Wang (2012); the
-        # mixture's knobs are per component, not per chain group
+        # batch=1, steps_cap=0: one shared (ε, L) over the whole box, as before AHMC's batch
+        # burn-in; the mixture's knobs are per component, not per chain group
         self.warmup = warmup
         self.policy_size = int(policy_size)
         self.candidates = candidates
