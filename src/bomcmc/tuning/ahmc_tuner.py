@@ -58,12 +58,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..adaptation.welford import stan_regularize, welford_merge
 from ..errors import BomcmcError
 from ..kernels import hmc
 from ..validation import choice, integer, pair
 from .base import SAMPLING, WARMUP
+from .batch_burn_in import STEPS_CAP, BatchBurnIn
 from .gp_bandit import GPBanditTuner, _one_blas_thread
+from .learned_metric import MASSES, LearnedMetric, needs_dense  # noqa: F401 - re-exported
 
 BO_STEPS = 100  # k: BO steps during burn-in (Wang, Mohamed & de Freitas 2013 §5)
 DEFAULT_M = 10  # transitions per BO step when there is no burn-in (m = ⌊1000/100⌋)
@@ -71,39 +72,13 @@ EPS_FACTORS = (0.1, 10.0)  # the relative ε box: [ε₀/10, 10 ε₀]
 MASS_WINDOWS = (0.10, 0.25, 0.50)  # metric windows, as fractions of the k burn-in BO steps
 MIN_MASS_STEPS = 10  # fewer burn-in BO steps than this: no metric adaptation
 TRUST = 2.0  # after burn-in, proposals within a factor 2 of the incumbent's ε and L
-AUTO_DENSE_MAX_DIM = 400  # mass="auto" carries a dense metric knob up to this dimension
-DENSE_CONDITION = 10.0  # "auto" goes dense when the correlations' condition number exceeds
-#                         this and what sampling noise alone would give (Marchenko-Pastur)
-
-
-BATCH_GROUPS = 4  # burn-in: up to 4 groups of chains, each running its own (ε, L)
-MIN_GROUP_CHAINS = 2  # ... of at least 2 chains each
-STEPS_CAP = 8  # the L box starts at {1..8} and doubles while the incumbent is near its top:
-GROW_AT = 3  # ... at L >= GROW_AT/4 of the cap
-
-MASSES = ("auto", "diag", "dense", "identity")
-
-
-def needs_dense(cov: np.ndarray, n: int | None) -> bool:
-    """Whether a dense metric pays: the condition number of the correlation matrix of `cov`
-    exceeds DENSE_CONDITION and, for a covariance estimated from n samples, twice what n
-    samples of d independent coordinates would show by chance, ((1 + √(d/n)) / (1 − √(d/n)))²
-    (the Marchenko-Pastur edges); never when n < 2d, where the estimate is mostly noise.
-    n None: `cov` is exact (the inverse Hessian at the mode)."""
-    d = cov.shape[0]
-    if d < 2 or (n is not None and n < 2 * d):
-        return False
-    sd = np.sqrt(np.diag(cov))
-    eig = np.linalg.eigvalsh(cov / np.outer(sd, sd))
-    ratio = 0.0 if n is None else np.sqrt(d / n)
-    chance = ((1 + ratio) / (1 - ratio)) ** 2
-    return bool(eig[0] > 0 and eig[-1] / eig[0] > max(DENSE_CONDITION, 2 * chance))
 
 
 # ---------------------------------------------------------------------------------------
 # The tuner: GPBanditTuner + the paper's chunk lengths + the relative box + the metric
+# (`learned_metric`) + the batch burn-in (`batch_burn_in`)
 # ---------------------------------------------------------------------------------------
-class AHMCTuner(GPBanditTuner):
+class AHMCTuner(BatchBurnIn, LearnedMetric, GPBanditTuner):
     """`GPBanditTuner` with AHMC's burn-in schedule, a relative ε box and an optional diagonal
     metric learned in burn-in, a batch of settings per burn-in step and an L box that grows
     (module docstring). History entries carry "epoch" (the number of metric updates, GP
@@ -207,98 +182,6 @@ class AHMCTuner(GPBanditTuner):
             self.eps0 = eps0
             self.eps_bounds = (eps0 * self.eps_factors[0], eps0 * self.eps_factors[1])
 
-    # -- the box, grown in L ---------------------------------------------------------------
-    @property
-    def upper(self) -> np.ndarray:
-        """The box's upper corner, with L at most `steps_cap` while that is below the box's."""
-        hi = math.floor(self.steps_bounds[1])
-        if self.steps_cap is not None:
-            hi = min(hi, self.steps_cap)
-        return np.array([math.log(self.eps_bounds[1]), hi])
-
-    def _grow_steps(self) -> bool:
-        """Double the L cap when the incumbent's L is at least GROW_AT/4 of it: the reward is
-        still rising towards the longest trajectories tried, so longer ones may pay; until
-        then none beyond the cap is run. The GP is rebuilt over the new box (its length
-        scales are 0.2 of the box's range) with every observation kept."""
-        if self.steps_cap is None or self.gp.n_obs == 0:
-            return False
-        hi = math.floor(self.steps_bounds[1])
-        if self.steps_cap >= hi or 4 * self.incumbent()[1] < GROW_AT * self.steps_cap:
-            return False
-        self.steps_cap = min(hi, 2 * self.steps_cap)
-        data = self.gp.state_dict()
-        self.gp = self._make_gp()
-        self.gp.load_state_dict(data)
-        return True
-
-    # -- chain groups in burn-in ----------------------------------------------------------
-    def groups(self, chains: int) -> int:
-        """Chain groups in burn-in: `batch` if given, else as many as BATCH_GROUPS allows
-        with at least MIN_GROUP_CHAINS chains each (1 below 2·MIN_GROUP_CHAINS chains)."""
-        if self.batch is not None:
-            return max(1, min(self.batch, chains))
-        return max(1, min(BATCH_GROUPS, chains // MIN_GROUP_CHAINS))
-
-    @staticmethod
-    def group_of(chains: int, groups: int) -> np.ndarray:
-        """The group of each chain: contiguous blocks, as even as the counts allow."""
-        return (np.arange(chains) * groups) // chains
-
-    def first_batch(self, groups: int) -> list[tuple[float, int]]:
-        """The first points of a fresh GP in batch burn-in: ε at Stan's heuristic ε₀ (the box's
-        centre without one) and L spread geometrically over the box's range of L, so the
-        first step already sees short and long trajectories at a sensible step size."""
-        lo, hi = self.lower, self.upper
-        log_eps = math.log(self.eps0) if self.eps0 else 0.5 * (lo[0] + hi[0])
-        if groups == 1:
-            return [self.start_point(math.exp(log_eps), lo[1])]
-        frac = np.arange(groups) / (groups - 1)
-        steps = np.exp(np.log(lo[1]) + frac * (np.log(hi[1]) - np.log(lo[1])))
-        return [self._snap((log_eps, s)) for s in steps]
-
-    def _chunk_of(self, chunk: dict, chains: np.ndarray) -> dict:
-        """The chunk restricted to some chains (the leading axis of every array)."""
-        def take(a):
-            return a[chains] if isinstance(a, np.ndarray) and a.ndim >= 1 else a
-
-        info = chunk["info"]
-        if isinstance(info, dict):
-            info = {k: take(np.asarray(v)) for k, v in info.items()}
-        else:
-            info = type(info)(*[take(np.asarray(v)) for v in info])
-        return {**chunk, "positions": take(np.asarray(chunk["positions"])),
-                "lp": take(np.asarray(chunk["lp"])) if "lp" in chunk else None, "info": info}
-
-    def _observe_groups(self, chunk: dict) -> list[dict]:
-        """One history entry per group, each observing its own chains' reward."""
-        if not self.points:
-            entry = self.observe(chunk)
-            entry["group"] = 0
-            return [entry]
-        chains = np.asarray(chunk["positions"]).shape[0]
-        group = self.group_of(chains, len(self.points))
-        entries = []
-        for g, point in enumerate(self.points):
-            self.point = point
-            entry = self.observe(self._chunk_of(chunk, np.flatnonzero(group == g)))
-            entry["group"] = g
-            entries.append(entry)
-        self.point = self.points[0]
-        return entries
-
-    def _apply(self, knobs):
-        """Each chain's (ε, L): its group's in batch burn-in, else the shared one."""
-        if not self.points:
-            return super()._apply(knobs)
-        eps = np.asarray(knobs.step_size)
-        steps = np.asarray(knobs.num_steps)
-        group = self.group_of(eps.shape[0], len(self.points))
-        e = np.array([math.exp(p[0]) for p in self.points])[group]
-        n = np.array([p[1] for p in self.points])[group]
-        return knobs._replace(step_size=e.astype(eps.dtype).reshape(eps.shape),
-                              num_steps=n.astype(steps.dtype).reshape(steps.shape))
-
     # -- the Tuner protocol ----------------------------------------------------------------
     def initial_knobs(self, knobs):
         knobs = self._laplace_metric(self._shape_metric(knobs))
@@ -382,67 +265,6 @@ class AHMCTuner(GPBanditTuner):
         return np.maximum(lower, lo), np.minimum(upper, np.maximum(hi, lower))
 
     # -- the metric ------------------------------------------------------------------------
-    def _shape_metric(self, knobs):
-        """Give the metric knob its run-long shape: (chains, d, d) for mass "dense", and for
-        "auto" up to AUTO_DENSE_MAX_DIM (a diagonal metric then sits in a dense knob); the
-        executable is compiled with this shape, so choosing later never recompiles."""
-        inv = np.asarray(knobs.inverse_mass_matrix)
-        d = inv.shape[-1]
-        self.dense_knob = inv.ndim == 3 or self.mass == "dense" or (
-            self.mass == "auto" and d <= AUTO_DENSE_MAX_DIM)
-        if self.dense_knob and inv.ndim == 2:
-            dense = np.einsum("cd,de->cde", inv, np.eye(d, dtype=inv.dtype))
-            knobs = knobs._replace(inverse_mass_matrix=dense)
-        return knobs
-
-    def _laplace_metric(self, knobs):
-        """With a dense knob, start from the Laplace approximation: M⁻¹ = the inverse of the
-        negative Hessian of log π averaged over the chains' starts (the points L-BFGS reached
-        towards the mode), dense when its correlations call for it (`needs_dense`), else its
-        diagonal; burn-in's windows then refine it. Left alone where that Hessian is not
-        positive definite or cannot be computed."""
-        if not self.dense_knob or self.mass == "identity" or self.logdensity_fn is None \
-                or self.start_positions is None:
-            return knobs
-        try:
-            hess = jax.jit(jax.vmap(jax.hessian(self.logdensity_fn)))(
-                jnp.asarray(self.start_positions))
-            h = -np.mean(np.asarray(hess, np.float64), axis=0)
-            cov = np.linalg.inv(0.5 * (h + h.T))
-            np.linalg.cholesky(cov)
-        except Exception:  # noqa: BLE001 - no Hessian, a singular or indefinite one
-            return knobs
-        if not np.all(np.isfinite(cov)):
-            return knobs
-        self.metric_kind = "dense" if self.mass == "dense" or needs_dense(cov, None) else "diag"
-        inv = cov if self.metric_kind == "dense" else np.diag(np.diag(cov))
-        inv = inv / np.linalg.eigvalsh(inv)[0]
-        old = np.asarray(knobs.inverse_mass_matrix)
-        return knobs._replace(inverse_mass_matrix=np.broadcast_to(
-            inv.astype(old.dtype), old.shape).copy())
-
-    def _welford_add(self, x: np.ndarray) -> None:
-        """Merge a batch (chains, n, d) into (count, mean, M2), pooled over chains."""
-        self.welford = welford_merge(self.welford, x.reshape(-1, x.shape[-1]),
-                                     dense=self.dense_knob)
-
-    def metric(self) -> np.ndarray:
-        """Stan's regularised (co)variance (n/(n+5)) Σ̂ + 10⁻³ (5/(n+5)) I, over its smallest
-        eigenvalue; diagonal or dense as `metric_kind` (chosen at the first update)."""
-        n, _, m2 = self.welford
-        cov = m2 / max(n - 1, 1)
-        if cov.ndim == 1:
-            reg = stan_regularize(cov, n)
-            return reg / reg.min()
-        if self.metric_kind is None:
-            self.metric_kind = ("dense" if self.mass == "dense" or needs_dense(cov, n)
-                                else "diag")
-        if self.metric_kind == "diag":
-            reg = np.diag(stan_regularize(np.diag(cov), n))
-        else:
-            reg = stan_regularize(cov, n, np.eye(cov.shape[0]))
-        return reg / np.linalg.eigvalsh(reg)[0]
-
     def _new_metric(self, knobs, chunk):
         inv = self.metric()
         self.welford = None

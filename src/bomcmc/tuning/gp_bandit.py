@@ -331,27 +331,6 @@ class GPBanditTuner(Tuner):
                                         value_and_grad=self.acquisition_fn(p, grad=True))
         return self._snap(x)
 
-    def propose_batch(self, p: float, n: int) -> list[tuple[float, int]]:
-        """n points to run side by side, by GP-BUCB (Desautels, Krause & Burdick 2014): the
-        first maximises the acquisition; each next one maximises it after the points chosen
-        so far are added as if observed at their posterior mean. That leaves μ unchanged
-        and shrinks σ around them, so the batch spreads where the GP is unsure instead of
-        repeating one point."""
-        real = self.gp
-        points = []
-        try:
-            for j in range(n):
-                points.append(self.propose(p))
-                if j < n - 1:
-                    fantasy = self._make_gp()
-                    fantasy.load_state_dict(self.gp.state_dict())
-                    x = np.asarray(points[-1], dtype=float)
-                    fantasy.add(x, float(self.gp.predict(x[None])[0][0]))
-                    self.gp = fantasy
-        finally:
-            self.gp = real
-        return points
-
     def search_box(self) -> tuple[np.ndarray, np.ndarray]:
         """Where proposals are sought: the whole box (subclasses may narrow it)."""
         return self.lower, self.upper

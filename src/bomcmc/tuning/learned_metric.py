@@ -1,0 +1,107 @@
+"""The metric adaptive HMC learns in burn-in (docs/tuning.md, "The metric" and "Robust
+defaults"): a mixin for `ahmc_tuner.AHMCTuner`.
+
+- The metric knob's shape is fixed for the run (`_shape_metric`): (chains, d, d) for
+  mass "dense", and for "auto" up to AUTO_DENSE_MAX_DIM, so choosing later never recompiles.
+- The run starts from the Laplace approximation (`_laplace_metric`): the inverse negative
+  Hessian at the chains' L-BFGS points, dense when its correlations call for it
+  (`needs_dense`), else its diagonal.
+- Burn-in's windows re-estimate it (`_welford_add`, `metric`): Stan's regularised
+  (co)variance, normalised by its smallest eigenvalue.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..adaptation.welford import stan_regularize, welford_merge
+
+MASSES = ("auto", "diag", "dense", "identity")
+AUTO_DENSE_MAX_DIM = 400  # mass="auto" carries a dense metric knob up to this dimension
+DENSE_CONDITION = 10.0  # "auto" goes dense when the correlations' condition number exceeds
+#                         this and what sampling noise alone would give (Marchenko-Pastur)
+
+
+def needs_dense(cov: np.ndarray, n: int | None) -> bool:
+    """Whether a dense metric pays: the condition number of the correlation matrix of `cov`
+    exceeds DENSE_CONDITION and, for a covariance estimated from n samples, twice what n
+    samples of d independent coordinates would show by chance, ((1 + √(d/n)) / (1 − √(d/n)))²
+    (the Marchenko-Pastur edges); never when n < 2d, where the estimate is mostly noise.
+    n None: `cov` is exact (the inverse Hessian at the mode)."""
+    d = cov.shape[0]
+    if d < 2 or (n is not None and n < 2 * d):
+        return False
+    sd = np.sqrt(np.diag(cov))
+    eig = np.linalg.eigvalsh(cov / np.outer(sd, sd))
+    ratio = 0.0 if n is None else np.sqrt(d / n)
+    chance = ((1 + ratio) / (1 - ratio)) ** 2
+    return bool(eig[0] > 0 and eig[-1] / eig[0] > max(DENSE_CONDITION, 2 * chance))
+
+
+class LearnedMetric:
+    """The metric's shape, its Laplace start and its window estimates (module docstring).
+    Expects the tuner's `mass`, `dense_knob`, `metric_kind`, `welford`, `logdensity_fn` and
+    `start_positions`."""
+
+    def _shape_metric(self, knobs):
+        """Give the metric knob its run-long shape: (chains, d, d) for mass "dense", and for
+        "auto" up to AUTO_DENSE_MAX_DIM (a diagonal metric then sits in a dense knob); the
+        executable is compiled with this shape, so choosing later never recompiles."""
+        inv = np.asarray(knobs.inverse_mass_matrix)
+        d = inv.shape[-1]
+        self.dense_knob = inv.ndim == 3 or self.mass == "dense" or (
+            self.mass == "auto" and d <= AUTO_DENSE_MAX_DIM)
+        if self.dense_knob and inv.ndim == 2:
+            dense = np.einsum("cd,de->cde", inv, np.eye(d, dtype=inv.dtype))
+            knobs = knobs._replace(inverse_mass_matrix=dense)
+        return knobs
+
+    def _laplace_metric(self, knobs):
+        """With a dense knob, start from the Laplace approximation: M⁻¹ = the inverse of the
+        negative Hessian of log π averaged over the chains' starts (the points L-BFGS reached
+        towards the mode), dense when its correlations call for it (`needs_dense`), else its
+        diagonal; burn-in's windows then refine it. Left alone where that Hessian is not
+        positive definite or cannot be computed."""
+        if not self.dense_knob or self.mass == "identity" or self.logdensity_fn is None \
+                or self.start_positions is None:
+            return knobs
+        try:
+            hess = jax.jit(jax.vmap(jax.hessian(self.logdensity_fn)))(
+                jnp.asarray(self.start_positions))
+            h = -np.mean(np.asarray(hess, np.float64), axis=0)
+            cov = np.linalg.inv(0.5 * (h + h.T))
+            np.linalg.cholesky(cov)
+        except Exception:  # noqa: BLE001 - no Hessian, a singular or indefinite one
+            return knobs
+        if not np.all(np.isfinite(cov)):
+            return knobs
+        self.metric_kind = "dense" if self.mass == "dense" or needs_dense(cov, None) else "diag"
+        inv = cov if self.metric_kind == "dense" else np.diag(np.diag(cov))
+        inv = inv / np.linalg.eigvalsh(inv)[0]
+        old = np.asarray(knobs.inverse_mass_matrix)
+        return knobs._replace(inverse_mass_matrix=np.broadcast_to(
+            inv.astype(old.dtype), old.shape).copy())
+
+    def _welford_add(self, x: np.ndarray) -> None:
+        """Merge a batch (chains, n, d) into (count, mean, M2), pooled over chains."""
+        self.welford = welford_merge(self.welford, x.reshape(-1, x.shape[-1]),
+                                     dense=self.dense_knob)
+
+    def metric(self) -> np.ndarray:
+        """Stan's regularised (co)variance (n/(n+5)) Σ̂ + 10⁻³ (5/(n+5)) I, over its smallest
+        eigenvalue; diagonal or dense as `metric_kind` (chosen at the first update)."""
+        n, _, m2 = self.welford
+        cov = m2 / max(n - 1, 1)
+        if cov.ndim == 1:
+            reg = stan_regularize(cov, n)
+            return reg / reg.min()
+        if self.metric_kind is None:
+            self.metric_kind = ("dense" if self.mass == "dense" or needs_dense(cov, n)
+                                else "diag")
+        if self.metric_kind == "diag":
+            reg = np.diag(stan_regularize(np.diag(cov), n))
+        else:
+            reg = stan_regularize(cov, n, np.eye(cov.shape[0]))
+        return reg / np.linalg.eigvalsh(reg)[0]
