@@ -23,7 +23,7 @@ Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler" and "The batch bur
 - **A batch burn-in.** The vmapped chains are split into up to 4 groups (2 chains or more
   each); in every burn-in BO step each group runs its own (ε, L) and reports its own
   reward, so one step observes up to 4 settings. The batch is chosen by GP-BUCB (Desautels,
-  Krause & Burdick 2014; `GPBanditTuner.propose_batch`); a fresh GP's first batch runs Stan's
+  Krause & Burdick 2014; `batch_burn_in.gp_bucb`); a fresh GP's first batch runs Stan's
   ε₀ with L spread geometrically over the box. Sampling runs one shared setting, the
   incumbent's, as the paper. `batch=1` is the paper's burn-in.
 - **An L box that grows.** L starts in {1..8} (`steps_cap`) and the cap doubles while the
