@@ -7,7 +7,7 @@ largest |z| of the means against the long reference stored by `benchmarks/run.py
 `benchmarks/results/peers-<posterior>.json`. One line of JSON per run goes to --out.
 
     python experiments/ahmc_warmup_ab.py --posteriors logistic-heart --seeds 0,1,2 \
-        --variants 'paper={"warmup_mode": "paper"}' 'batch={}' --out /tmp/ab.jsonl
+        --variants 'paper={"batch": 1, "steps_cap": 0}' 'default={}' --out /tmp/ab.jsonl
 """
 
 from __future__ import annotations
