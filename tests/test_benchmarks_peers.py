@@ -8,7 +8,11 @@ initializer), as in the harness. Per sampler:
 
 - every coordinate's mean within Z_MAX = 4 MCSE (ArviZ) of the true mean;
 - every coordinate's variance within Z_MAX MCSE of the true one (the largest |z| seen over
-  seeds 0-4, at most 2.8, is in each test's comment), and draws spread 10 % too wide fail;
+  seeds 0-4, at most 2.8, is in each test's comment), and the same draws spread wider around
+  the true mean fail (`assert_too_wide_fails`): 10 % wider for ChEES and MEADS, 20 % for MAMS
+  and low-rank NUTS, whose shorter runs detect 10 % only at |z| 4.4-6.9 (seeds 0-2), too near
+  the bound to be sure on another machine. As relative errors of the variance, these bounds
+  are 6-20 %, at or below the margins of 7-22 % they replaced;
 - R-hat below 1.05;
 - gradient counts: positive, at least one (two for MAMS: isokinetic McLachlan) per sampling
   transition and chain, and equal to the log density evaluations actually made, counted by a
@@ -98,6 +102,13 @@ def errors(draws):
     return float(z.max()), float(z_var.max()), float(np.asarray(az.rhat(ds)["x"]).max())
 
 
+def assert_too_wide_fails(raw, factor: float) -> None:
+    """A broken sampler whose draws spread `factor` too wide around the true mean fails the
+    variance check of `check`."""
+    broken = MEAN + factor * (np.asarray(raw["draws"]) - MEAN)
+    assert errors(broken)[1] > Z_MAX
+
+
 def check(raw, calls, grads_per_transition=1):
     z, z_var, rhat = errors(raw["draws"])
     C = raw.get("chains_run", raw["draws"].shape[0])
@@ -126,9 +137,7 @@ def test_chees():
     # 2.43, 0.42, 1.94, 1.92
     raw, calls = run("blackjax-chees", chains=16, warmup=400, draws=500, seed=0, counting=True)
     check(raw, calls)
-    # a broken sampler whose draws spread 10 % too wide fails the same check
-    broken = MEAN + 1.1 * (np.asarray(raw["draws"]) - MEAN)
-    assert errors(broken)[1] > Z_MAX
+    assert_too_wide_fails(raw, 1.1)  # |z| 8.3 at seed 0
 
 
 def test_meads():
@@ -139,6 +148,7 @@ def test_meads():
     assert raw["n_grad"] == 64 * 200 * P.MEADS_STEPS_PER_DRAW
     assert raw["n_grad_warmup"] == 64 * 100 * P.MEADS_STEPS_PER_DRAW
     check(raw, calls)
+    assert_too_wide_fails(raw, 1.1)  # |z| 14.7 at seed 0
 
 
 def test_mams():
@@ -146,6 +156,7 @@ def test_mams():
     # 0.82, 1.33, 1.78, 1.55
     raw, _ = run("blackjax-mams", chains=4, warmup=600, draws=1000, seed=0)
     check(raw, 0, grads_per_transition=P.MAMS_GRADS_PER_STEP)
+    assert_too_wide_fails(raw, 1.2)  # |z| 10.8, 9.8, 11.2 at seeds 0-2
     check_count("blackjax-mams", grads_per_transition=P.MAMS_GRADS_PER_STEP)
 
 
@@ -154,6 +165,7 @@ def test_nuts_lowrank():
     # 2.76, 1.96, 2.15, 1.02
     raw, _ = run("blackjax-nuts-lowrank", chains=4, warmup=300, draws=500, seed=0)
     check(raw, 0)
+    assert_too_wide_fails(raw, 1.2)  # |z| 7.9, 7.5, 7.9 at seeds 0-2
     check_count("blackjax-nuts-lowrank")
 
 
