@@ -192,8 +192,7 @@ class AHMCTuner(BatchBurnIn, LearnedMetric, GPBanditTuner):
         chains = np.asarray(knobs.step_size).reshape(-1).shape[0]
         groups = self.groups(chains) if self.burn_steps > 1 else 1
         if groups > 1:
-            self.points = self.first_batch(groups)
-            self.point = self.points[0]
+            self.set_points(self.first_batch(groups))
         return self._apply(knobs)
 
     def chunk_draws(self, knobs, chunk_size: int) -> int:
@@ -242,8 +241,7 @@ class AHMCTuner(BatchBurnIn, LearnedMetric, GPBanditTuner):
             entries[-1]["incumbent"] = True
         elif self.points:
             # burn-in's p_i is 1: every step proposes, one point per group
-            self.points = self.propose_batch(entries[0]["p_i"], len(self.points))
-            self.point = self.points[0]
+            self.set_points(self.propose_batch(entries[0]["p_i"], len(self.points)))
             for entry in entries:
                 entry["proposed"] = True
         else:
@@ -281,8 +279,7 @@ class AHMCTuner(BatchBurnIn, LearnedMetric, GPBanditTuner):
             self.steps_cap = max(self.steps_cap_start, 2 * self.incumbent()[1])
         self.reset_gp()
         if self.points:
-            self.points = self.first_batch(len(self.points))
-            self.point = self.points[0]
+            self.set_points(self.first_batch(len(self.points)))
         else:
             self.point = self.start_point(self.step_size, self.num_steps)
         return knobs

@@ -39,8 +39,7 @@ def gp_bucb(tuner, p: float, n: int) -> list[tuple[float, int]]:
         for j in range(n):
             points.append(tuner.propose(p))
             if j < n - 1:
-                fantasy = tuner._make_gp()
-                fantasy.load_state_dict(tuner.gp.state_dict())
+                fantasy = tuner.gp.copy()
                 x = np.asarray(points[-1], dtype=float)
                 fantasy.add(x, float(tuner.gp.mean(x[None])[0]))
                 tuner.gp = fantasy
@@ -53,6 +52,12 @@ class BatchBurnIn:
     """Chain groups with their own (ε, L) in burn-in, GP-BUCB batches and the growing L box
     (module docstring). Put it before `GPBanditTuner` among the bases: it overrides `upper`
     and `_apply`."""
+
+    def set_points(self, points: list[tuple[float, int]]) -> None:
+        """The groups' settings; the shared γ (`point`, hence `step_size`, `num_steps` and the
+        saved state's "point") stands for the first group's while a batch runs."""
+        self.points = list(points)
+        self.point = self.points[0]
 
     def propose_batch(self, p: float, n: int) -> list[tuple[float, int]]:
         """`gp_bucb`: n points for the n groups."""
@@ -78,9 +83,7 @@ class BatchBurnIn:
         if self.steps_cap >= hi or 4 * self.incumbent()[1] < GROW_AT * self.steps_cap:
             return False
         self.steps_cap = min(hi, 2 * self.steps_cap)
-        data = self.gp.state_dict()
-        self.gp = self._make_gp()
-        self.gp.load_state_dict(data)
+        self.gp = self.gp.copy(lengthscales=self._make_gp().lengthscales)
         return True
 
     # -- chain groups in burn-in ----------------------------------------------------------
@@ -131,11 +134,9 @@ class BatchBurnIn:
         group = self.group_of(chains, len(self.points))
         entries = []
         for g, point in enumerate(self.points):
-            self.point = point
-            entry = self.observe(self._chunk_of(chunk, np.flatnonzero(group == g)))
+            entry = self.observe(self._chunk_of(chunk, np.flatnonzero(group == g)), point)
             entry["group"] = g
             entries.append(entry)
-        self.point = self.points[0]
         return entries
 
     def _apply(self, knobs):

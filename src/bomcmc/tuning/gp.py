@@ -110,6 +110,14 @@ class GaussianProcess:
             self._chol = (chol, cho_solve(chol, self.y, check_finite=False))
         return self._chol
 
+    def copy(self, lengthscales=None) -> "GaussianProcess":
+        """The same observations in a new GP, with other length scales if given (a grown
+        search box) and the same variances."""
+        other = GaussianProcess(self.lengthscales if lengthscales is None else lengthscales,
+                                self.signal_var, self.noise_var, self.merge_tol)
+        other.X, other.sums, other.counts = self.X.copy(), self.sums.copy(), self.counts.copy()
+        return other
+
     def mean(self, Xs) -> np.ndarray:
         """The posterior mean μ alone at the rows of Xs: k(Xs, X) α, without the O(n²m)
         triangular solve that the variance needs (the incumbent asks for μ at all n inputs

@@ -226,14 +226,15 @@ class GPBanditTuner(Tuner):
         self.history.append(entry)
         return self._apply(knobs)
 
-    def observe(self, chunk: dict) -> dict:
-        """Steps 1–2 for chunk i = self.i: its reward, into the GP if finite. Returns the
-        history entry, with "proposed" still False."""
-        eps, steps = self.step_size, self.num_steps
+    def observe(self, chunk: dict, point: tuple[float, int] | None = None) -> dict:
+        """Steps 1–2 for chunk i = self.i, run at `point` (default: the current γ): its reward,
+        into the GP if finite. Returns the history entry, with "proposed" still False."""
+        point = self.point if point is None else point
+        eps, steps = math.exp(point[0]), point[1]
         reward = float(self.reward_fn({**chunk, "num_steps": steps, "step_size": eps}))
         p = float(self.schedule(self.i))
         if math.isfinite(reward):
-            self.gp.add(self.point, reward)
+            self.gp.add(point, reward)
             self.max_reward = reward if self.max_reward is None else max(self.max_reward, reward)
         return {"i": self.i, "phase": int(chunk.get("phase", 0)), "eps": eps, "L": steps,
                 "reward": reward if math.isfinite(reward) else None, "p_i": p,
