@@ -14,21 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
-
-
-def flat_draws(res, flat) -> np.ndarray:
-    idata = res.idata
-    group = (idata.unconstrained_posterior if "unconstrained_posterior" in idata.groups()
-             else idata.posterior)
-    cols = [np.asarray(group[n]).reshape(np.asarray(group[n]).shape[:2] + (-1,))
-            for n in flat.var_names]
-    return np.concatenate(cols, axis=-1)
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # benchmarks/ (a package at the repository root)
 
 
 def reference(name: str):
@@ -45,12 +40,14 @@ def one_run(name, options, seed, chains, warmup, draws):
     from bomcmc import models
     from bomcmc.posterior import flatten
 
+    from benchmarks.run import _bomcmc_flat_draws
+
     flat = flatten(models.get(name))
     t0 = time.perf_counter()
     res = bomcmc.sample(posterior=name, sampler="ahmc", chains=chains, draws=draws,
                         warmup=warmup, seed=seed, progress=False, float64=True, **options)
     e2e = time.perf_counter() - t0
-    x = flat_draws(res, flat)
+    x = _bomcmc_flat_draws(res, flat)
     ess = np.asarray(az.ess(az.convert_to_dataset(x), method="bulk")["x"]).ravel()
     t = res.totals
     g, gw = float(t["n_grad"]), float(t["n_grad_warmup"])
