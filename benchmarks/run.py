@@ -59,9 +59,11 @@ BEGIN, END = "<!-- BEGIN GENERATED (benchmarks/run.py) -->", "<!-- END GENERATED
 
 # BlackJAX's self-tuning samplers, run by benchmarks/peers_blackjax.py
 PEER_SAMPLERS = ("blackjax-chees", "blackjax-meads", "blackjax-mams", "blackjax-nuts-lowrank")
+# nutpie's NUTS, run by benchmarks/peers_nutpie.py
+NUTPIE_SAMPLERS = ("nutpie", "nutpie-lowrank")
 ALL_SAMPLERS = ("bomcmc-hmc", "bomcmc-nuts", "bomcmc-ahmc", "bomcmc-ahmc-paper",
                 "numpyro-nuts", "blackjax-nuts",
-                "bare-hmc") + PEER_SAMPLERS
+                "bare-hmc") + PEER_SAMPLERS + NUTPIE_SAMPLERS
 DEFAULT_SAMPLERS = "bomcmc-hmc,numpyro-nuts,blackjax-nuts"
 NUTS_SAMPLERS = ("bomcmc-nuts", "numpyro-nuts", "blackjax-nuts")
 
@@ -618,12 +620,12 @@ def run_bare_hmc(ctx, seed: int) -> dict:
     }
 
 
-def _peers_blackjax():
-    """benchmarks/peers_blackjax.py (BlackJAX's self-tuning samplers), loaded from its path
-    so this script works both run directly and imported from a file path."""
+def _peers_module(name: str):
+    """benchmarks/<name>.py (peers_blackjax: BlackJAX's self-tuning samplers; peers_nutpie:
+    nutpie), loaded from its path so this script works both run directly and imported from a
+    file path."""
     import importlib.util
 
-    name = "peers_blackjax"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
         mod = importlib.util.module_from_spec(spec)
@@ -633,14 +635,19 @@ def _peers_blackjax():
 
 
 def _peer(name: str):
-    return lambda ctx, seed: _peers_blackjax().RUNNERS[name](ctx, seed)
+    return lambda ctx, seed: _peers_module("peers_blackjax").RUNNERS[name](ctx, seed)
+
+
+def _nutpie(name: str):
+    return lambda ctx, seed: _peers_module("peers_nutpie").RUNNERS[name](ctx, seed)
 
 
 RUNNERS = {"bomcmc-hmc": run_bomcmc, "bomcmc-nuts": run_bomcmc_nuts,
            "bomcmc-ahmc": run_bomcmc_ahmc, "bomcmc-ahmc-paper": run_bomcmc_ahmc_paper,
            "numpyro-nuts": run_numpyro, "blackjax-nuts": run_blackjax,
            "bare-hmc": run_bare_hmc,
-           **{name: _peer(name) for name in PEER_SAMPLERS}}
+           **{name: _peer(name) for name in PEER_SAMPLERS},
+           **{name: _nutpie(name) for name in NUTPIE_SAMPLERS}}
 
 
 def figures(raw: dict, chains: int, floor_s: float, floor_vg_s: float) -> dict:
@@ -1154,6 +1161,8 @@ def main(argv=None) -> int:
             _need("numpyro")
         if s.startswith("blackjax-"):
             _need("blackjax")
+        if s in NUTPIE_SAMPLERS:
+            _need("nutpie")
 
     import jax
 
