@@ -61,7 +61,7 @@ BEGIN, END = "<!-- BEGIN GENERATED (benchmarks/run.py) -->", "<!-- END GENERATED
 PEER_SAMPLERS = ("blackjax-chees", "blackjax-meads", "blackjax-mams", "blackjax-nuts-lowrank")
 # nutpie's NUTS, run by benchmarks/peers_nutpie.py
 NUTPIE_SAMPLERS = ("nutpie", "nutpie-lowrank")
-ALL_SAMPLERS = ("bomcmc-hmc", "bomcmc-nuts", "bomcmc-ahmc", "bomcmc-ahmc-paper",
+ALL_SAMPLERS = ("bomcmc-hmc", "bomcmc-nuts", "bomcmc-ahmc", "bomcmc-ahmc-paper", "bomcmc-amams",
                 "numpyro-nuts", "blackjax-nuts",
                 "bare-hmc") + PEER_SAMPLERS + NUTPIE_SAMPLERS
 DEFAULT_SAMPLERS = "bomcmc-hmc,numpyro-nuts,blackjax-nuts"
@@ -400,7 +400,7 @@ def run_bomcmc_nuts(ctx, seed: int) -> dict:
             "tree_depth_mean": float(np.asarray(ss["tree_depth"]).mean())}
 
 
-def run_bomcmc_ahmc(ctx, seed: int, **options) -> dict:
+def run_bomcmc_ahmc(ctx, seed: int, sampler: str = "ahmc", **options) -> dict:
     """bomcmc's adaptive HMC with its defaults (nothing set per posterior): the GP bandit
     tunes (ε, L) over the warm-up's 100 BO steps, one setting per group of chains (batch
     burn-in), and goes on adapting with vanishing probability while sampling; its default
@@ -411,7 +411,7 @@ def run_bomcmc_ahmc(ctx, seed: int, **options) -> dict:
 
     t0 = time.perf_counter()
     res = bomcmc.sample(
-        posterior=ctx["name"], sampler="ahmc", chains=ctx["chains"], draws=ctx["draws"],
+        posterior=ctx["name"], sampler=sampler, chains=ctx["chains"], draws=ctx["draws"],
         warmup=ctx["warmup"], seed=seed, progress=False, float64=ctx["float64"], **options,
     )
     ss = res.idata.sample_stats
@@ -424,6 +424,12 @@ def run_bomcmc_ahmc_paper(ctx, seed: int) -> dict:
     """`bomcmc-ahmc` with the paper's burn-in: one (ε, L) for all chains and the whole L box
     from the start (batch=1, steps_cap=0), to measure what the batch burn-in changes."""
     return run_bomcmc_ahmc(ctx, seed, batch=1, steps_cap=0)
+
+
+def run_bomcmc_amams(ctx, seed: int) -> dict:
+    """bomcmc's `amams` with its defaults: adaptive HMC's bandit, schedule, L-BFGS start and
+    learned diagonal metric driving MAMS's transition (`kernels/mams.py`) instead of HMC's."""
+    return run_bomcmc_ahmc(ctx, seed, sampler="amams")
 
 
 def run_numpyro(ctx, seed: int) -> dict:
@@ -644,6 +650,7 @@ def _nutpie(name: str):
 
 RUNNERS = {"bomcmc-hmc": run_bomcmc, "bomcmc-nuts": run_bomcmc_nuts,
            "bomcmc-ahmc": run_bomcmc_ahmc, "bomcmc-ahmc-paper": run_bomcmc_ahmc_paper,
+           "bomcmc-amams": run_bomcmc_amams,
            "numpyro-nuts": run_numpyro, "blackjax-nuts": run_blackjax,
            "bare-hmc": run_bare_hmc,
            **{name: _peer(name) for name in PEER_SAMPLERS},

@@ -12,6 +12,9 @@ underscores; a hyphen is read as an underscore (`nuts-gibbs` is `nuts_gibbs`).
     ahmc         adaptive HMC: the GP bandit over (ε, L) (Wang, Mohamed & de Freitas 2013)
     two_phase    expected improvement in warm-up, then a frozen SIR mixture of HMC kernels
                  (Mahendran et al. 2012)
+    mams         Metropolis-adjusted microcanonical HMC (Robnik, Cohn-Gordon & Seljak 2025),
+                 BlackJAX's transition with HMC's knobs (ε in HMC's units, L, U{1..L})
+    amams        MAMS with (ε, L) and a diagonal metric tuned by adaptive HMC's bandit
 
 and, for spin posteriors at fixed magnetisation (`models/spins.py`), samplers built for the
 posterior's model when a run starts (`Sampler.build`):
@@ -47,8 +50,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import BomcmcError
-from .kernels import (ahmc, blocked_rmhmc, hmc, hmc_mixture, intracluster, nuts, nuts_machine,
-                      rmhmc, rwm)
+from .kernels import (ahmc, blocked_rmhmc, hmc, hmc_mixture, intracluster, mams, nuts,
+                      nuts_machine, rmhmc, rwm)
 from .kernels.base import Kernel
 from .tuning import ahmc_tuner, block_bandit, im_tuner, two_phase
 
@@ -101,6 +104,10 @@ SAMPLERS: dict[str, Sampler] = {
     "ahmc": Sampler(ahmc.kernel, make_tuner=ahmc_tuner.make_tuner,
                     tuner_options=ahmc_tuner.TUNER_OPTIONS,
                     adapt_hint="; for a learned metric use mass='diag'"),
+    "mams": Sampler(mams.kernel),
+    "amams": Sampler(mams.bandit_kernel, make_tuner=ahmc_tuner.make_diagonal_tuner,
+                     tuner_options=ahmc_tuner.TUNER_OPTIONS,
+                     adapt_hint="; for a learned metric use mass='diag'"),
     "rwm": Sampler(rwm.kernel),  # random-walk Metropolis (a baseline; bandit via tuner=)
     "two_phase": Sampler(hmc_mixture.kernel, make_tuner=two_phase.make_tuner,
                          tuner_options=two_phase.TUNER_OPTIONS,

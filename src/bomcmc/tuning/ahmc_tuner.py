@@ -377,3 +377,15 @@ def make_tuner(options: dict, spec, flat, states) -> AHMCTuner:
     return AHMCTuner(warmup=warmup, thin=spec.thin, seed=spec.seed,
                      logdensity_fn=flat.logdensity_fn,
                      start_positions=np.asarray(states.position), **opts)
+
+
+def make_diagonal_tuner(options: dict, spec, flat, states) -> AHMCTuner:
+    """`make_tuner` for a kernel that takes a diagonal metric only (`kernels/mams.py`):
+    mass "auto" learns a diagonal one; "dense" is refused."""
+    opts = dict(options)
+    if opts.get("mass") == "dense":
+        raise BomcmcError("this sampler takes a diagonal metric only: mass must be 'diag', "
+                          "'auto' (diagonal here) or 'identity'")
+    if opts.get("mass") in (None, "auto"):
+        opts["mass"] = "diag"
+    return make_tuner(opts, spec, flat, states)
