@@ -151,7 +151,8 @@ def compare(golden: dict, short: bool, rtol: float, tuned_rtol: float | None = N
             elif rtol == 0 and not np.array_equal(a, b, equal_nan=True):
                 problems.append(f"{name}/{k}: not bit-identical")
             elif rtol > 0 and not np.allclose(a, b, rtol=rtol, atol=rtol, equal_nan=True):
-                problems.append(f"{name}/{k}: max |diff| {np.max(np.abs(a - b))}")
+                diff = np.abs(a.astype(np.float64) - b.astype(np.float64))  # bools too
+                problems.append(f"{name}/{k}: max |diff| {np.max(diff)}")
         print(f"checked {name}", flush=True)
     return problems
 

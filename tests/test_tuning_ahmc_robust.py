@@ -15,6 +15,9 @@ FAST = dict(chains=4, progress=False, float64=True, adapt=None)
 def test_needs_dense_reads_the_correlations_not_the_noise():
     rng = np.random.default_rng(0)
     assert not needs_dense(np.eye(10), None)
+    # correlation 0.4 between two coordinates: κ = 1.4/0.6 = 2.33 > DENSE_CONDITION; 0.3: 1.86
+    assert needs_dense(np.array([[1.0, 0.4], [0.4, 1.0]]), None)
+    assert not needs_dense(np.array([[1.0, 0.3], [0.3, 1.0]]), None)
     equi = np.full((10, 10), 0.9) + 0.1 * np.eye(10)
     assert needs_dense(equi, None) and needs_dense(equi, 1000)
     assert not needs_dense(equi, 15)  # fewer than 2d samples: never

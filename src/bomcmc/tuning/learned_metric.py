@@ -20,8 +20,13 @@ from ..adaptation.welford import stan_regularize, welford_merge
 
 MASSES = ("auto", "diag", "dense", "identity")
 AUTO_DENSE_MAX_DIM = 400  # mass="auto" carries a dense metric knob up to this dimension
-DENSE_CONDITION = 10.0  # "auto" goes dense when the correlations' condition number exceeds
-#                         this and what sampling noise alone would give (Marchenko-Pastur)
+# "auto" goes dense when the correlations' condition number κ exceeds this and what sampling
+# noise alone would give (Marchenko-Pastur). On a Gaussian, HMC's gradients per independent
+# draw grow like √κ of the metric-scaled covariance, which a diagonal metric leaves at the
+# correlations' κ and a dense one brings to 1: above κ = 2 the dense metric can save more than
+# 1.4× the gradients, for O(d²) instead of O(d) work per leapfrog step (docs/tuning.md,
+# "Robust defaults", for what it changed on the logistic regressions).
+DENSE_CONDITION = 2.0
 
 
 def needs_dense(cov: np.ndarray, n: int | None) -> bool:
