@@ -1,4 +1,4 @@
-"""nutpie (Seyboldt et al.'s Rust NUTS, PyMC's fastest-warming sampler) as runners of
+"""nutpie (Seyboldt and the PyMC developers' NUTS in Rust, docs/references.md) as runners of
 `benchmarks/run.py`, with the same return shape as `peers_blackjax.py`'s runners.
 
 nutpie samples a model given as a log density with gradient through

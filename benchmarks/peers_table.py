@@ -11,7 +11,9 @@ Then, per posterior, `bomcmc-ahmc` ÷ the best peer in min ESS per 1000 gradient
 warm-up counted, in the sampling phase alone, and in min ESS per second end to end (the
 peers: every sampler but bomcmc's own, runs flagged by |z| > 4 left out). Seconds compare
 only within one run of `benchmarks/run.py` (the machine's load differs between runs): a
-seconds ratio across two result files is shown in brackets, marked "another run".
+seconds ratio across two result files is shown in brackets, marked "another run". And for
+each pair in PAIRS (bomcmc's bandit over another library's kernel, that kernel with its own
+tuning) the same three ratios.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from pathlib import Path
 import numpy as np
 
 OURS = "bomcmc-ahmc"
-OWN = ("bomcmc-ahmc", "bomcmc-ahmc-paper", "bomcmc-hmc", "bomcmc-nuts", "bare-hmc")
+OWN = ("bomcmc-ahmc", "bomcmc-ahmc-paper", "bomcmc-amams", "bomcmc-hmc", "bomcmc-nuts",
+       "bare-hmc")
+# bomcmc's bandit driving another library's kernel, against that kernel's own tuning
+PAIRS = (("bomcmc-amams", "blackjax-mams"),)
 
 
 def _mean(runs: list[dict], get) -> float:
@@ -52,7 +57,7 @@ def rows(results: list[dict]) -> list[str]:
     head = ["| posterior | sampler | seeds | ESS/1000 grad, min / median | with warm-up, "
             "min / median | min ESS/s, sampling; end to end | max R-hat | max \\|z\\| |",
             "|---|---|---|---|---|---|---|---|"]
-    body, ratios = [], []
+    body, ratios, pairs = [], [], []
     for res in results:
         for name, post in res["posteriors"].items():
             sums = {s: summary(v["repeats"]) for s, v in post["samplers"].items()}
@@ -78,7 +83,18 @@ def rows(results: list[dict]) -> list[str]:
                               f"{sums[OURS]['min_all'] / peers[best]['min_all']:.2f} | "
                               f"{sums[OURS]['min'] / max(m['min'] for m in peers.values()):.2f} | "
                               f"{per_s} |")
+            for ours, theirs in PAIRS:
+                if ours in sums and theirs in sums:
+                    a, b = sums[ours], sums[theirs]
+                    per_s = a["per_s_e2e"] / b["per_s_e2e"]
+                    pairs.append(f"| {name} | `{ours}` ÷ `{theirs}` | "
+                                 f"{a['min_all'] / b['min_all']:.2f} | {a['min'] / b['min']:.2f} | "
+                                 + (f"{per_s:.2f} |" if source[ours] == source[theirs]
+                                    else f"({per_s:.2f}, another run) |"))
     out = head + body
+    if pairs:
+        out += ["", "| posterior | pair | min ESS/1000 grad ratio, with warm-up | sampling only "
+                "| min ESS per second end to end |", "|---|---|---|---|---|"] + pairs
     if ratios:
         out += ["", "| posterior | `bomcmc-ahmc` min ESS/1000 grad, with warm-up | best peer "
                 "(correct runs only) | ratio, with warm-up | ratio, sampling only (best "
