@@ -29,6 +29,8 @@ def assemble(run: Run, store, wall_total: float):
             tuner_s += float(rec["tuner_s"])
         # the kernel's start (AHMC's mode search) is warm-up work, whatever the phase
         warm_grad += int(rec.get("start_grads", 0))
+        # and so are the gradients a tuner spends itself (AHMC's heuristic and Hessian)
+        warm_grad += int(rec.get("tuner_grads", 0))
         n_grad = int(rec["info.n_grad"].sum())
         if int(rec["phase"]) == WARMUP:
             warm_grad += n_grad

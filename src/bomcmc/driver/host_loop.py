@@ -144,6 +144,11 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             rec = record(chunk_index, phase, next_iter, n, thin, knobs, next_knobs,
                           host, wall, run.tuner)
             rec["tuner_s"] = np.asarray(tuner_s)
+            # gradients the tuner spent itself (AHMC: Stan's heuristic, the Laplace Hessian),
+            # before this chunk or in after_chunk: warm-up work, whatever the phase
+            take = getattr(run.tuner, "take_grads", None)
+            if take is not None:
+                rec["tuner_grads"] = np.asarray(take())
             if chunk_index == 0:  # the kernel's start (AHMC's mode search), counted once
                 rec["start_grads"] = np.asarray(run.start_grads)
             run.store.write_chunk(chunk_index, rec)

@@ -141,6 +141,18 @@ class AHMCTuner(BatchBurnIn, LearnedMetric, GPBanditTuner):
         self.welford: tuple[int, np.ndarray, np.ndarray] | None = None
         self.eps0: float | None = None
         self._heuristic_fn = None
+        self.side_grads = 0  # gradients spent outside the chunks, not yet taken
+
+    # -- the gradients the tuner spends itself ---------------------------------------------
+    def count_grads(self, n: int) -> None:
+        self.side_grads += int(n)
+
+    def take_grads(self) -> int:
+        """The gradient evaluations this tuner spent outside the chunks since the last call
+        (Stan's step-size heuristic, the Laplace Hessian), for the driver to count in the
+        warm-up's."""
+        n, self.side_grads = self.side_grads, 0
+        return n
 
     def _windows(self, fractions) -> list[int]:
         """BO step boundaries [b₀, b₁, …]: Welford takes steps b₀ < i ≤ b_last and a new
@@ -166,14 +178,17 @@ class AHMCTuner(BatchBurnIn, LearnedMetric, GPBanditTuner):
 
             def one(key, x, eps, inv_mass):
                 state = hmc.init(x, logdensity)
-                return init_stepsize(key, state, logdensity, eps, inv_mass)[0]
+                return init_stepsize(key, state, logdensity, eps, inv_mass)
 
             self._heuristic_fn = jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)))
         x = jnp.asarray(positions)
         keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(self.seed),
                                                    1 + self.epoch), x.shape[0])
-        eps = np.asarray(self._heuristic_fn(keys, x, jnp.asarray(step_size, x.dtype),
-                                            jnp.asarray(inverse_mass, x.dtype)), float)
+        eps, trials = self._heuristic_fn(keys, x, jnp.asarray(step_size, x.dtype),
+                                         jnp.asarray(inverse_mass, x.dtype))
+        # one gradient at each start and one per trial (a leapfrog step)
+        self.count_grads(int(np.sum(np.asarray(trials))) + x.shape[0])
+        eps = np.asarray(eps, float)
         eps = eps[np.isfinite(eps) & (eps > 0)]
         return float(np.median(eps)) if eps.size else None
 
@@ -311,6 +326,7 @@ class AHMCTuner(BatchBurnIn, LearnedMetric, GPBanditTuner):
                                                np.asarray(w["m2"], float))
         self.metric_kind = state.get("metric_kind")
         self.dense_knob = bool(state.get("dense_knob", False))
+        self.side_grads = 0  # counted in the chunks already written
 
 
 # ---------------------------------------------------------------------------------------

@@ -72,9 +72,11 @@ class LearnedMetric:
         if not self.dense_knob or self.mass == "identity" or self.logdensity_fn is None \
                 or self.start_positions is None:
             return knobs
+        x = jnp.asarray(self.start_positions)
+        # jax.hessian is d Hessian-vector products per chain, each counted as 2 gradients
+        self.count_grads(2 * x.shape[0] * x.shape[-1])
         try:
-            hess = jax.jit(jax.vmap(jax.hessian(self.logdensity_fn)))(
-                jnp.asarray(self.start_positions))
+            hess = jax.jit(jax.vmap(jax.hessian(self.logdensity_fn)))(x)
             h = -np.mean(np.asarray(hess, np.float64), axis=0)
             cov = np.linalg.inv(0.5 * (h + h.T))
             np.linalg.cholesky(cov)
