@@ -185,7 +185,6 @@ def test_nutpie(name):
     """nutpie's gradients are counted by calls of the log density, so the check is that its
     sampling draws' `n_steps` plus the warm-up's account for all of them: the calls outside
     any draw (its initial step-size search, 14-16 per chain seen) stay a handful per chain."""
-    pytest.importorskip("nutpie")
     # seeds 0-4, nutpie: max |z| of the means 1.52, 1.15, 3.11, 1.02, 1.48; of the variances
     # 2.55, 2.11, 1.76, 1.51, 1.38. nutpie-lowrank: means 1.36, 0.94, 1.01, 1.28, 1.57;
     # variances 1.60, 1.90, 1.13, 1.34, 2.54
