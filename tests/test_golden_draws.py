@@ -9,7 +9,9 @@ recorded again when its defaults changed on purpose (dense metric, divergence-aw
 docs/tuning.md, "Robust defaults"; then the batch burn-in, `--cases ahmc`, when the draws
 recorded before it moved to ahmc_paper, which reproduces them to 2.3e-10; then both, `--cases
 ahmc,ahmc_paper`, when `mass="auto"` went dense from a correlation condition number of 2
-instead of 10, which makes the metric on `logistic-pima` dense). Another CPU may round the last bits differently, so this
+instead of 10, which makes the metric on `logistic-pima` dense; then both again when the
+Laplace metric left out chains L-BFGS left far from the mode and the window estimates took
+Stan's regularisation in the coordinates' own scales). Another CPU may round the last bits differently, so this
 test allows 1e-10; for the samplers whose knobs a host-side tuner chooses (ahmc, two_phase)
 1e-7, because the tuner's DIRECT and L-BFGS-B searches and the GP's Cholesky factors run on
 the CPU's BLAS and pass its rounding on to ε: on a second machine, ahmc's draws differed from

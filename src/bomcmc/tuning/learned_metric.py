@@ -4,10 +4,11 @@ defaults"): a mixin for `ahmc_tuner.AHMCTuner`.
 - The metric knob's shape is fixed for the run (`_shape_metric`): (chains, d, d) for
   mass "dense", and for "auto" up to AUTO_DENSE_MAX_DIM, so choosing later never recompiles.
 - The run starts from the Laplace approximation (`_laplace_metric`): the inverse negative
-  Hessian at the chains' L-BFGS points, dense when its correlations call for it
+  Hessian at the chains' L-BFGS points near the best of them (`near_the_mode`), dense when its correlations call for it
   (`needs_dense`), else its diagonal.
-- Burn-in's windows re-estimate it (`_welford_add`, `metric`): Stan's regularised
-  (co)variance, normalised by its smallest eigenvalue.
+- Burn-in's windows re-estimate it (`_welford_add`, `metric`): the (co)variance with Stan's
+  regularisation taken in the coordinates' own scales (`regularize`), normalised by its
+  smallest eigenvalue.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.stats
 
-from ..adaptation.welford import stan_regularize, welford_merge
+from ..adaptation.welford import REG_SAMPLES, REG_VALUE, stan_regularize, welford_merge
 
 MASSES = ("auto", "diag", "dense", "identity")
 AUTO_DENSE_MAX_DIM = 400  # mass="auto" carries a dense metric knob up to this dimension
@@ -45,6 +47,18 @@ def needs_dense(cov: np.ndarray, n: int | None) -> bool:
     return bool(eig[0] > 0 and eig[-1] / eig[0] > max(DENSE_CONDITION, 2 * chance))
 
 
+def near_the_mode(logp: np.ndarray, d: int) -> np.ndarray:
+    """Which chains' L-BFGS points are near the best one found: log π within the 99.9 %
+    quantile of χ²_d / 2 of the highest, the bulk of a d-dimensional Gaussian's typical set
+    (generous: points L-BFGS brought to the mode lie within rounding of it). A chain where
+    L-BFGS stalled far out, whose Hessian can be orders of magnitude larger, is left out of
+    the Laplace metric instead of dominating the average."""
+    ok = np.isfinite(logp)
+    if not ok.any():
+        return ok
+    return ok & (logp >= logp[ok].max() - 0.5 * scipy.stats.chi2.ppf(0.999, d))
+
+
 class LearnedMetric:
     """The metric's shape, its Laplace start and its window estimates (module docstring).
     Expects the tuner's `mass`, `dense_knob`, `metric_kind`, `welford`, `logdensity_fn` and
@@ -66,18 +80,21 @@ class LearnedMetric:
     def _laplace_metric(self, knobs):
         """With a dense knob, start from the Laplace approximation: M⁻¹ = the inverse of the
         negative Hessian of log π averaged over the chains' starts (the points L-BFGS reached
-        towards the mode), dense when its correlations call for it (`needs_dense`), else its
+        towards the mode) that are near the best of them (`near_the_mode`), dense when its correlations call for it (`needs_dense`), else its
         diagonal; burn-in's windows then refine it. Left alone where that Hessian is not
         positive definite or cannot be computed."""
         if not self.dense_knob or self.mass == "identity" or self.logdensity_fn is None \
                 or self.start_positions is None:
             return knobs
         x = jnp.asarray(self.start_positions)
-        # jax.hessian is d Hessian-vector products per chain, each counted as 2 gradients
-        self.count_grads(2 * x.shape[0] * x.shape[-1])
+        # jax.hessian is d Hessian-vector products per chain, each counted as 2 gradients;
+        # the log density at each start counted as one more
+        self.count_grads((2 * x.shape[-1] + 1) * x.shape[0])
         try:
             hess = jax.jit(jax.vmap(jax.hessian(self.logdensity_fn)))(x)
-            h = -np.mean(np.asarray(hess, np.float64), axis=0)
+            near = near_the_mode(np.asarray(jax.vmap(self.logdensity_fn)(x), np.float64),
+                                 x.shape[-1])
+            h = -np.mean(np.asarray(hess, np.float64)[near], axis=0)
             cov = np.linalg.inv(0.5 * (h + h.T))
             np.linalg.cholesky(cov)
         except Exception:  # noqa: BLE001 - no Hessian, a singular or indefinite one
@@ -97,18 +114,29 @@ class LearnedMetric:
                                      dense=self.dense_knob)
 
     def metric(self) -> np.ndarray:
-        """Stan's regularised (co)variance (n/(n+5)) Σ̂ + 10⁻³ (5/(n+5)) I, over its smallest
-        eigenvalue; diagonal or dense as `metric_kind` (chosen at the first update)."""
+        """The window's regularised (co)variance (`regularize`) over its smallest eigenvalue;
+        diagonal or dense as `metric_kind` (chosen at the first update)."""
         n, _, m2 = self.welford
         cov = m2 / max(n - 1, 1)
         if cov.ndim == 1:
-            reg = stan_regularize(cov, n)
+            reg = regularize(cov, n)
             return reg / reg.min()
         if self.metric_kind is None:
             self.metric_kind = ("dense" if self.mass == "dense" or needs_dense(cov, n)
                                 else "diag")
-        if self.metric_kind == "diag":
-            reg = np.diag(stan_regularize(np.diag(cov), n))
-        else:
-            reg = stan_regularize(cov, n, np.eye(cov.shape[0]))
+        reg = regularize(np.diag(np.diag(cov)) if self.metric_kind == "diag" else cov, n)
         return reg / np.linalg.eigvalsh(reg)[0]
+
+
+def regularize(cov: np.ndarray, n: int) -> np.ndarray:
+    """Stan's shrinkage in the coordinates' own scales: (n/(n+5)) Σ̂ + 10⁻³ (5/(n+5)) D,
+    D = diag(Σ̂), where Stan shrinks towards 10⁻³ I. Stan's target presumes unit scales: on a
+    coefficient with posterior sd 10⁻³ it outweighs the variance itself after a few hundred
+    draws and erases the correlations (docs/tuning.md, "Robust defaults"). A diagonal
+    estimate is then only rescaled, which the normalisation undoes. Where a coordinate did
+    not move (a zero variance), Stan's own rule."""
+    var = np.diag(cov) if cov.ndim == 2 else cov
+    if not np.all(var > 0):
+        return stan_regularize(cov, n, np.eye(cov.shape[0]) if cov.ndim == 2 else 1.0)
+    shrink = np.diag(var) if cov.ndim == 2 else var
+    return (n * cov + REG_VALUE * REG_SAMPLES * shrink) / (n + REG_SAMPLES)
