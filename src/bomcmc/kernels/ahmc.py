@@ -48,19 +48,30 @@ def find_mode_counted(position: jax.Array, logdensity_fn, iterations: int = MODE
     tol = 100 * jnp.finfo(position.dtype).eps
 
     def body(carry):
-        i, x, state, n, u_prev, _ = carry
+        i, x, state, n, u_prev, _, restarted, best = carry
         u, g = value_and_grad(x, state=state)
+        # A line search that exhausts its backtracking steps still moves, possibly uphill.
+        # From a point above the lowest one visited, L-BFGS restarts there with no memory;
+        # when the step after a restart goes uphill too, it stops.
+        uphill = u - best[1] > tol * (1.0 + jnp.abs(best[1]))
+        x, u, g = (jnp.where(uphill, b, a) for a, b in zip((x, u, g), best))
+        state = jax.tree.map(lambda fresh, s: jnp.where(uphill, fresh, s), opt.init(x),
+                             state)
         updates, state = opt.update(g, state, x, value=u, grad=g, value_fn=neg)
         n = n + optax.tree.get(state, "num_linesearch_steps").astype(n.dtype)
-        stalled = (u_prev - u) <= tol * (1.0 + jnp.abs(u))
-        return i + 1, optax.apply_updates(x, updates), state, n, u, stalled
+        stalled = jnp.where(uphill, restarted, (u_prev - u) <= tol * (1.0 + jnp.abs(u)))
+        best = tuple(jnp.where(u <= best[1], a, b) for a, b in zip((x, u, g), best))
+        return i + 1, optax.apply_updates(x, updates), state, n, u, stalled, uphill, best
 
     inf = jnp.asarray(jnp.inf, position.dtype)
-    _, x, _, n, _, _ = jax.lax.while_loop(
+    _, x, _, n, _, _, _, (best_x, best_u, _) = jax.lax.while_loop(
         lambda c: (c[0] < iterations) & ~c[5], body,
         (jnp.asarray(0, jnp.int32), position, opt.init(position), jnp.asarray(1, jnp.int32),
-         inf, jnp.asarray(False)))
-    u0, u1 = neg(position), neg(x)
+         inf, jnp.asarray(False), jnp.asarray(False),
+         (position, inf, jnp.zeros_like(position))))
+    u1 = neg(x)
+    x, u1 = jnp.where(u1 < best_u, x, best_x), jnp.minimum(u1, best_u)
+    u0 = neg(position)
     better = jnp.isfinite(u1) & jnp.all(jnp.isfinite(x)) & ~(u1 > u0)
     return jnp.where(better, x, position), n + 2
 
