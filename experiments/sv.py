@@ -58,6 +58,40 @@ def table(results: dict) -> str:
     return "\n".join(rows)
 
 
+def reference_moments(args):
+    """The NUTS reference's moments of every coordinate and its ESS figures: from
+    `--ref-file` when it exists, else a run of `--ref-chains` × `--ref-draws` (seed 1000),
+    saved there."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    path = Path(args.ref_file) if args.ref_file else None
+    if path is not None and path.exists():
+        saved = np.load(path)
+        print(f"reference: {path} ({saved['about']})", flush=True)
+        return ({k: saved[k] for k in ("mean", "var", "mcse")},
+                json.loads(str(saved["ess"])))
+    chains = args.ref_chains or args.chains
+    t0 = time.time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref_res = bomcmc.sample(posterior="sv-2000", sampler="nuts", chains=chains,
+                                warmup=args.warmup, draws=args.ref_draws, seed=1000,
+                                float64=True, progress=False)
+    ref = moments(ref_res, ALL)
+    reference = {g: ess_figures(ref_res, names) for g, names in GROUPS.items()}
+    about = (f"NUTS {chains} × {args.ref_draws} draws after {args.warmup} warm-up, seed "
+             f"1000, {time.time() - t0:.0f} s")
+    print(f"reference: {about}", flush=True)
+    if path is not None:
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez(tmp, **ref, ess=json.dumps(reference, default=float), about=about)
+        tmp.replace(path)
+    return ref, reference
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samplers", default=",".join(SETTINGS))
@@ -65,6 +99,11 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=2000)
     ap.add_argument("--draws", type=int, default=5000)
     ap.add_argument("--ref-draws", type=int, default=10000)
+    ap.add_argument("--ref-chains", type=int, default=None,
+                    help="chains of the NUTS reference (default: --chains)")
+    ap.add_argument("--ref-file", default=None,
+                    help="an .npz of the reference's moments: read if it exists, else "
+                         "written after the reference run, so a long reference runs once")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--out", required=True)
     ap.add_argument("--table", action="store_true",
@@ -74,17 +113,10 @@ def main(argv=None) -> int:
         print(table(read_results(args.out)))
         return 0
     run = dict(posterior="sv-2000", chains=args.chains, float64=True, progress=False)
+    ref, reference = reference_moments(args)
     t0 = time.time()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ref_res = bomcmc.sample(sampler="nuts", warmup=args.warmup, draws=args.ref_draws,
-                                seed=1000, **run)
-    ref = moments(ref_res, ALL)
-    print(f"reference: NUTS {args.chains} × {args.ref_draws}, {time.time() - t0:.0f} s",
-          flush=True)
     runs = []
     meta = {k: v for k, v in vars(args).items() if k != "out"}
-    reference = {g: ess_figures(ref_res, names) for g, names in GROUPS.items()}
     for sampler in args.samplers.split(","):
         for seed in map(int, args.seeds.split(",")):
             with warnings.catch_warnings(record=True) as caught:
