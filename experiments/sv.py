@@ -16,7 +16,8 @@ starts (the paper: 10 000 burn-in, 20 000 draws):
 Recorded: bulk ESS (min / median / max) of the latent path x and of the parameters (β, σ, φ
 as sampled: log β, log σ, atanh φ), per gradient of the sampling phase, per gradient with the
 warm-up's, per second of sampling and per second end to end; agreement of all 2003 means and
-sds with a long NUTS reference run (seed 1000, `--ref-draws` draws per chain).
+sds with a long NUTS reference run (seed 1000, `--ref-chains` chains of `--ref-draws` draws;
+`--ref-file` keeps its moments for later runs).
 """
 
 from __future__ import annotations

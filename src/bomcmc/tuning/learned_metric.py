@@ -4,8 +4,8 @@ defaults"): a mixin for `ahmc_tuner.AHMCTuner`.
 - The metric knob's shape is fixed for the run (`_shape_metric`): (chains, d, d) for
   mass "dense", and for "auto" up to AUTO_DENSE_MAX_DIM, so choosing later never recompiles.
 - The run starts from the Laplace approximation (`_laplace_metric`): the inverse negative
-  Hessian at the chains' L-BFGS points near the best of them (`near_the_mode`), dense when its correlations call for it
-  (`needs_dense`), else its diagonal.
+  Hessian at the chains' L-BFGS points near the best of them (`near_the_mode`), dense when
+  its correlations call for it (`needs_dense`), else its diagonal.
 - Burn-in's windows re-estimate it (`_welford_add`, `metric`): the (co)variance with Stan's
   regularisation taken in the coordinates' own scales (`regularize`), normalised by its
   smallest eigenvalue.
@@ -80,8 +80,9 @@ class LearnedMetric:
     def _laplace_metric(self, knobs):
         """With a dense knob, start from the Laplace approximation: M⁻¹ = the inverse of the
         negative Hessian of log π averaged over the chains' starts (the points L-BFGS reached
-        towards the mode) that are near the best of them (`near_the_mode`), dense when its correlations call for it (`needs_dense`), else its
-        diagonal; burn-in's windows then refine it. Left alone where that Hessian is not
+        towards the mode) that are near the best of them (`near_the_mode`), dense when its
+        correlations call for it (`needs_dense`), else its diagonal; burn-in's windows then
+        refine it. Left alone where that Hessian is not
         positive definite or cannot be computed."""
         if not self.dense_knob or self.mass == "identity" or self.logdensity_fn is None \
                 or self.start_positions is None:
