@@ -1,0 +1,88 @@
+"""Where `ahmc`'s L-BFGS start leaves the chains, and how far its metric is from the
+posterior's covariance (docs/tuning.md, "The metric on small scales and from stalled starts").
+
+    python benchmarks/ahmc_start_and_metric.py start POSTERIOR [...] --seeds 0,1 --chains 16
+    python benchmarks/ahmc_start_and_metric.py metric POSTERIOR --seed 0 --chains 16
+
+`start`: per posterior and seed, the worst chain's −log π above the best chain's after
+`kernels.ahmc.find_mode_counted` from the harness's starts, and the mean evaluations per chain.
+`metric`: one `ahmc` run (1000 warm-up + 2000 draws, float64), then, for each distinct metric
+the chunks record (the Laplace start, then each window's), κ(M Σ) with Σ the covariance of
+the sampling draws (1: the metric is the covariance up to scale); and min bulk ESS per 1000
+sampling gradients. Run on an older commit (PYTHONPATH=that tree's src) for the before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import tempfile
+import warnings
+
+import jax
+import numpy as np
+
+
+def start(names, seeds, chains):
+    import bomcmc
+    from bomcmc.kernels.ahmc import find_mode_counted
+    from bomcmc.posterior import flatten
+
+    for name in names:
+        f = flatten(bomcmc.models.get(name)).logdensity_fn
+        flat = flatten(bomcmc.models.get(name))
+        for seed in seeds:
+            x0 = flat.init_flat(jax.random.fold_in(jax.random.PRNGKey(seed), 0), chains)
+            x, n = jax.vmap(lambda x: find_mode_counted(x, f))(x0)
+            u = -np.asarray(jax.vmap(f)(x))
+            print(f"{name} seed {seed}: worst chain {u.max() - u.min():.3g} above the best, "
+                  f"{np.mean(np.asarray(n)):.1f} evaluations per chain", flush=True)
+
+
+def metric(name, seed, chains):
+    import arviz as az
+
+    import bomcmc
+
+    out = tempfile.mkdtemp(prefix="ahmc-metric-")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bomcmc.sample(posterior=name, sampler="ahmc", chains=chains, warmup=1000,
+                            draws=2000, seed=seed, float64=True, out=out, overwrite=True)
+    recs = [dict(np.load(p)) for p in sorted(glob.glob(f"{out}/chunks/*.npz"))]
+    draws = np.concatenate([r["positions"] for r in recs if int(r["phase"]) == 1], axis=1)
+    cov = np.cov(draws.reshape(-1, draws.shape[-1]).T)
+    seen = []
+    for r in recs:
+        m = np.asarray(r["knobs.inverse_mass_matrix"])[0]
+        m = m if m.ndim == 2 else np.diag(m)
+        if not any(np.array_equal(m, s) for s in seen):
+            seen.append(m)
+            ev = np.linalg.eigvals(np.linalg.solve(m, cov)).real
+            print(f"{name} seed {seed}: metric {len(seen)} (from chunk {int(r['index'])}, "
+                  f"phase {int(r['phase'])}): κ(M Σ) = {ev.max() / ev.min():.3g}", flush=True)
+    ess = az.ess(res.idata, method="bulk")
+    low = min(float(np.min(np.asarray(ess[v]))) for v in ess.data_vars)
+    print(f"{name} seed {seed}: min bulk ESS per 1000 sampling gradients "
+          f"{1e3 * low / res.totals['n_grad']:.1f}", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=("start", "metric"))
+    ap.add_argument("posteriors", nargs="+")
+    ap.add_argument("--seeds", default="0")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--chains", type=int, default=16)
+    a = ap.parse_args(argv)
+    jax.config.update("jax_enable_x64", True)
+    if a.what == "start":
+        start(a.posteriors, [int(s) for s in a.seeds.split(",")], a.chains)
+    else:
+        for name in a.posteriors:
+            metric(name, a.seed, a.chains)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
