@@ -57,6 +57,31 @@ def agreement(m: dict, ref: dict) -> dict:
             "max_abs_sd_rel_coord": int(np.abs(sd_rel).argmax())}
 
 
+def reference_moments(ref_file, groups: dict, run) -> tuple[dict, dict]:
+    """A reference run's moments of every coordinate of `groups` (name -> variable names, in
+    order) and its ESS figures per group: read from the .npz `ref_file` when it exists, else
+    computed from `run()` (a SampleResult and a line describing it) and saved to `ref_file`,
+    so that a long reference runs once."""
+    import json
+    from pathlib import Path
+
+    path = Path(ref_file) if ref_file else None
+    if path is not None and path.exists():
+        saved = np.load(path)
+        print(f"reference: {path} ({saved['about']})", flush=True)
+        return ({k: saved[k] for k in ("mean", "var", "mcse")},
+                json.loads(str(saved["ess"])))
+    res, about = run()
+    ref = moments(res, tuple(n for names in groups.values() for n in names))
+    ess = {g: ess_figures(res, names) for g, names in groups.items()}
+    print(f"reference: {about}", flush=True)
+    if path is not None:
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez(tmp, **ref, ess=json.dumps(ess, default=float), about=about)
+        tmp.replace(path)
+    return ref, ess
+
+
 def write_results(path, results: dict, complete: bool) -> None:
     """Write the results JSON atomically (a temporary file renamed over it), with
     `"complete"` false until the last run is in, so a killed experiment keeps its finished runs

@@ -29,12 +29,14 @@ import time
 import warnings
 from pathlib import Path
 
+import arviz as az
 import numpy as np
 
 import bomcmc
 from bomcmc import models
 
-from ess_tables import agreement, ess_figures, moments, read_results, write_results
+from ess_tables import (agreement, ess_figures, moments, read_results, reference_moments,
+                        write_results)
 
 SETTINGS = {
     "ahmc": dict(eps_bounds=(0.001, 0.1), steps_bounds=(1, 500)),
@@ -125,6 +127,29 @@ def table(results: dict) -> str:
     return "\n".join(rows)
 
 
+def run_reference(args, post):
+    """The long NUTS reference, `--ref-chains` × `--ref-draws` draws, seed 1000; with
+    `--ref-dir` on disk: a finished run there is read, an unfinished one continued."""
+    chains = args.ref_chains or args.chains
+    t0 = time.time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = Path(args.ref_dir) if args.ref_dir else None
+        how = "run"
+        if out is not None and (out / "config.json").exists():
+            try:
+                res, how = bomcmc.load(out), f"read from {out}"
+            except bomcmc.BomcmcError:  # killed before it finished
+                res, how = bomcmc.resume(out, progress=False), f"continued in {out}"
+        else:
+            res = bomcmc.sample(posterior=post, sampler="nuts", chains=chains,
+                                warmup=args.warmup, draws=args.ref_draws, seed=1000,
+                                float64=True, progress=False, out=out)
+    rhat = float(np.max(az.rhat(res.idata, var_names=list(FIELD))["x"]))
+    return res, (f"NUTS {chains} × {args.ref_draws} draws after {args.warmup} warm-up, seed "
+                 f"1000, max R-hat {rhat:.3f}, {how} in {time.time() - t0:.0f} s")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--side", type=int, default=64)
@@ -134,6 +159,13 @@ def main(argv=None) -> int:
     ap.add_argument("--draws", type=int, default=2000)
     ap.add_argument("--ref-draws", type=int, default=4000,
                     help="0: the first NUTS run is the reference")
+    ap.add_argument("--ref-chains", type=int, default=None,
+                    help="chains of the NUTS reference (default: --chains)")
+    ap.add_argument("--ref-file", default=None,
+                    help="an .npz of the reference's moments: read if it exists, else "
+                         "written after the reference run, so a long reference runs once")
+    ap.add_argument("--ref-dir", default=None,
+                    help="a run directory for the reference's draws (continued if unfinished)")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plots", default=None)
@@ -147,16 +179,11 @@ def main(argv=None) -> int:
     t0 = time.time()
     run = dict(posterior=post, chains=args.chains, float64=True, progress=False)
     samplers = args.samplers.split(",")
-    ref_res = ref = None
+    ref = reference = None
     if args.ref_draws:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ref_res = bomcmc.sample(sampler="nuts", warmup=args.warmup, draws=args.ref_draws,
-                                    seed=1000, **run)
-        ref = moments(ref_res, FIELD)
-        print(f"reference: NUTS {args.chains} × {args.ref_draws}, min ESS "
-              f"{ess_figures(ref_res, FIELD)['ess_min']:.0f}, {time.time() - t0:.0f} s",
-              flush=True)
+        ref, reference = reference_moments(args.ref_file, {"x": FIELD},
+                                           lambda: run_reference(args, post))
+        reference = reference["x"]
     elif "nuts" in samplers:  # the first NUTS run is the reference of the others
         samplers = ["nuts"] + [s for s in samplers if s != "nuts"]
     else:
@@ -171,7 +198,7 @@ def main(argv=None) -> int:
                                     seed=seed, **run, **SETTINGS[sampler])
             m = moments(res, FIELD)
             if ref is None:
-                ref_res, ref = res, m
+                ref, reference = m, ess_figures(res, FIELD)
             if seed == int(args.seeds.split(",")[0]):
                 fields[sampler] = m
             row = {"sampler": sampler, "seed": seed, **ess_figures(res, FIELD),
@@ -180,7 +207,7 @@ def main(argv=None) -> int:
                                 if issubclass(w.category, bomcmc.SamplingWarning)]}
             runs.append(row)
             results = {"meta": meta, "settings": SETTINGS,
-                       "reference": ess_figures(ref_res, FIELD), "runs": runs}
+                       "reference": reference, "runs": runs}
             write_results(args.out, results, complete=False)
             print(f"{sampler} seed {seed}: min ESS/grad {row['per_grad_min']:.2e} (with "
                   f"warm-up {row['per_grad_all_min']:.2e}), min ESS/s {row['per_s_min']:.2f}, "

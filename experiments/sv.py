@@ -28,7 +28,8 @@ import warnings
 
 import bomcmc
 
-from ess_tables import agreement, ess_figures, moments, read_results, write_results
+from ess_tables import (agreement, ess_figures, moments, read_results, reference_moments,
+                        write_results)
 
 SETTINGS = {
     "ahmc": dict(eps_bounds=(1e-4, 1e-2), steps_bounds=(1, 300)),
@@ -59,38 +60,17 @@ def table(results: dict) -> str:
     return "\n".join(rows)
 
 
-def reference_moments(args):
-    """The NUTS reference's moments of every coordinate and its ESS figures: from
-    `--ref-file` when it exists, else a run of `--ref-chains` × `--ref-draws` (seed 1000),
-    saved there."""
-    import json
-    from pathlib import Path
-
-    import numpy as np
-
-    path = Path(args.ref_file) if args.ref_file else None
-    if path is not None and path.exists():
-        saved = np.load(path)
-        print(f"reference: {path} ({saved['about']})", flush=True)
-        return ({k: saved[k] for k in ("mean", "var", "mcse")},
-                json.loads(str(saved["ess"])))
+def run_reference(args):
+    """The long NUTS reference: `--ref-chains` × `--ref-draws` draws, seed 1000."""
     chains = args.ref_chains or args.chains
     t0 = time.time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref_res = bomcmc.sample(posterior="sv-2000", sampler="nuts", chains=chains,
-                                warmup=args.warmup, draws=args.ref_draws, seed=1000,
-                                float64=True, progress=False)
-    ref = moments(ref_res, ALL)
-    reference = {g: ess_figures(ref_res, names) for g, names in GROUPS.items()}
-    about = (f"NUTS {chains} × {args.ref_draws} draws after {args.warmup} warm-up, seed "
-             f"1000, {time.time() - t0:.0f} s")
-    print(f"reference: {about}", flush=True)
-    if path is not None:
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, **ref, ess=json.dumps(reference, default=float), about=about)
-        tmp.replace(path)
-    return ref, reference
+        res = bomcmc.sample(posterior="sv-2000", sampler="nuts", chains=chains,
+                            warmup=args.warmup, draws=args.ref_draws, seed=1000,
+                            float64=True, progress=False)
+    return res, (f"NUTS {chains} × {args.ref_draws} draws after {args.warmup} warm-up, "
+                 f"seed 1000, {time.time() - t0:.0f} s")
 
 
 def main(argv=None) -> int:
@@ -114,7 +94,8 @@ def main(argv=None) -> int:
         print(table(read_results(args.out)))
         return 0
     run = dict(posterior="sv-2000", chains=args.chains, float64=True, progress=False)
-    ref, reference = reference_moments(args)
+    ref, reference = reference_moments(args.ref_file, GROUPS,
+                                       lambda: run_reference(args))
     t0 = time.time()
     runs = []
     meta = {k: v for k, v in vars(args).items() if k != "out"}
