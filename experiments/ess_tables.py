@@ -38,23 +38,35 @@ def ess_figures(res, names) -> dict:
 
 
 def moments(res, names) -> dict:
-    """Means, variances and MCSEs of the means of the named variables' coordinates."""
+    """Means, variances and MCSEs of the means and of the sds of the named variables'
+    coordinates."""
     draws = _flat(res, names)
-    return {"mean": draws.mean((0, 1)), "var": draws.var((0, 1)),
-            "mcse": np.array([float(np.squeeze(az.mcse(draws[..., k], method="mean")))
-                              for k in range(draws.shape[-1])])}
+
+    def mcse(method):
+        return np.array([float(np.squeeze(az.mcse(draws[..., k], method=method)))
+                         for k in range(draws.shape[-1])])
+
+    return {"mean": draws.mean((0, 1)), "var": draws.var((0, 1)), "mcse": mcse("mean"),
+            "mcse_sd": mcse("sd")}
 
 
 def agreement(m: dict, ref: dict) -> dict:
     """The largest |z| of the means in both runs' MCSEs, the share of coordinates with
     |z| > 4, the share whose sd is more than 10 % from the reference's, and the largest sd
-    error with its coordinate's index (in the flattened order of `moments`)."""
+    error with its coordinate's index (in the flattened order of `moments`); where both runs
+    carry the sds' MCSEs, also the largest |z| of the sds and that coordinate's index."""
     z = np.abs(m["mean"] - ref["mean"]) / np.hypot(m["mcse"], ref["mcse"])
     sd_rel = np.sqrt(m["var"] / ref["var"]) - 1.0
-    return {"max_abs_z": float(z.max()), "share_z_above_4": float(np.mean(z > 4)),
-            "share_sd_off_10pct": float(np.mean(np.abs(sd_rel) > 0.1)),
-            "max_abs_sd_rel": float(np.abs(sd_rel).max()),
-            "max_abs_sd_rel_coord": int(np.abs(sd_rel).argmax())}
+    out = {"max_abs_z": float(z.max()), "share_z_above_4": float(np.mean(z > 4)),
+           "share_sd_off_10pct": float(np.mean(np.abs(sd_rel) > 0.1)),
+           "max_abs_sd_rel": float(np.abs(sd_rel).max()),
+           "max_abs_sd_rel_coord": int(np.abs(sd_rel).argmax())}
+    if "mcse_sd" in m and "mcse_sd" in ref:
+        z_sd = np.abs(np.sqrt(m["var"]) - np.sqrt(ref["var"])) / np.hypot(m["mcse_sd"],
+                                                                           ref["mcse_sd"])
+        out.update(max_abs_sd_z=float(z_sd.max()), max_abs_sd_z_coord=int(z_sd.argmax()),
+                   share_sd_z_above_4=float(np.mean(z_sd > 4)))
+    return out
 
 
 def reference_moments(ref_file, groups: dict, run) -> tuple[dict, dict]:
@@ -69,7 +81,7 @@ def reference_moments(ref_file, groups: dict, run) -> tuple[dict, dict]:
     if path is not None and path.exists():
         saved = np.load(path)
         print(f"reference: {path} ({saved['about']})", flush=True)
-        return ({k: saved[k] for k in ("mean", "var", "mcse")},
+        return ({k: saved[k] for k in ("mean", "var", "mcse", "mcse_sd") if k in saved},
                 json.loads(str(saved["ess"])))
     res, about = run()
     ref = moments(res, tuple(n for names in groups.values() for n in names))

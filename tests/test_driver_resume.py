@@ -17,7 +17,7 @@ from bomcmc import BomcmcError
 SCRIPT = r"""
 import sys, bomcmc
 out, mode = sys.argv[1], sys.argv[2]
-kw = dict(sampler="hmc", posterior="logistic-ripley", chains=4, draws=20000, warmup=400, seed=11,
+kw = dict(sampler="hmc", posterior="logistic-ripley", chains=4, draws=6000, warmup=400, seed=11,
           step_size=0.1, steps=8, random_steps=True, chunk_size=20, float64=True,
           progress=False)
 if mode == "run":
@@ -48,14 +48,14 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
     deadline = time.time() + 240
     while time.time() < deadline:
         n = len(list(chunks.glob("*.npz"))) if chunks.exists() else 0
-        if n >= 40 or proc.poll() is not None:  # warm-up is 20 chunks: kill while sampling
-            break
+        if n >= 40 or proc.poll() is not None:  # warm-up is 20 chunks: kill while sampling,
+            break  # with 280 of the 320 chunks still to write
         time.sleep(0.01)
     assert proc.poll() is None, "run finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     n_chunks = len(list(chunks.glob("*.npz")))
-    assert n_chunks < 1020
+    assert n_chunks < 320
     assert not (killed / "idata.nc").exists(), "a killed run must not look complete"
     with pytest.raises(BomcmcError, match="not complete"):
         bomcmc.load(killed)
@@ -71,7 +71,7 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
     for k in a:
         assert a[k].shape == b[k].shape, k
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-    assert a["posterior.beta"].shape == (4, 20000, 7)
+    assert a["posterior.beta"].shape == (4, 6000, 7)
 
 
 def test_half_written_chunk_is_ignored_and_corrupt_chunk_is_reported(tmp_path):
