@@ -37,17 +37,25 @@ def ess_figures(res, names) -> dict:
     return out
 
 
+def _ess(x: np.ndarray, method: str) -> np.ndarray:
+    """ArviZ's ESS of each coordinate of x (chains, draws, k)."""
+    return np.array([float(np.squeeze(az.ess(x[..., k], method=method)))
+                     for k in range(x.shape[-1])])
+
+
 def moments(res, names) -> dict:
-    """Means, variances and MCSEs of the means and of the sds of the named variables'
-    coordinates."""
+    """Means, variances, and the MCSEs of the means (ArviZ) and of the sds of the named
+    variables' coordinates. The sd's MCSE is the delta method on sd = √E[(x − x̄)²]:
+    Var(s2)/(4·sd²·ESS(s2)) with s2 = (x − x̄)² and ESS(s2) ArviZ's ESS of its mean
+    (az.mcse(method="sd") fails on arrays with this ArviZ and NumPy)."""
     draws = _flat(res, names)
-
-    def mcse(method):
-        return np.array([float(np.squeeze(az.mcse(draws[..., k], method=method)))
-                         for k in range(draws.shape[-1])])
-
-    return {"mean": draws.mean((0, 1)), "var": draws.var((0, 1)), "mcse": mcse("mean"),
-            "mcse_sd": mcse("sd")}
+    mean = draws.mean((0, 1))
+    s2 = (draws - mean) ** 2
+    var = s2.mean((0, 1))
+    mcse_sd = np.sqrt(s2.var((0, 1)) / (4 * var * _ess(s2, "mean")))
+    mcse = np.array([float(np.squeeze(az.mcse(draws[..., k], method="mean")))
+                     for k in range(draws.shape[-1])])
+    return {"mean": mean, "var": var, "mcse": mcse, "mcse_sd": mcse_sd}
 
 
 def agreement(m: dict, ref: dict) -> dict:
