@@ -29,8 +29,8 @@ def start(names, seeds, chains):
     from bomcmc.posterior import flatten
 
     for name in names:
-        f = flatten(bomcmc.models.get(name)).logdensity_fn
         flat = flatten(bomcmc.models.get(name))
+        f = flat.logdensity_fn
         for seed in seeds:
             x0 = flat.init_flat(jax.random.fold_in(jax.random.PRNGKey(seed), 0), chains)
             x, n = jax.vmap(lambda x: find_mode_counted(x, f))(x0)
