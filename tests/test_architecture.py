@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "bomcmc"
 
 LAYERS = [
     {"errors", "config", "_version"},
-    {"validation"},
+    {"validation", "options"},
     {"posterior", "datasets", "store"},
     {"kernels", "models"},  # kernels never import models, nor models kernels
     {"adaptation"},  # in-jit warm-up
