@@ -16,10 +16,10 @@ leapfrog step. Here, for every (data set, sampler, seed), one run of `--chains` 
                   when the correlations call for it);
 - ahmc-identity   the same with the identity metric (`mass="identity"`), i.e. the paper's
                   sampler;
-- nuts            bomcmc's NUTS with Stan's window warm-up (`benchmarks/run.py`'s
+- nuts            bomcmc's NUTS with Stan's window warm-up (the benchmark harness's
                   `run_bomcmc_nuts`: diagonal metric, δ = 0.8, depth ≤ 10);
 - numpyro-nuts    NumPyro's NUTS on the same flat log density from the same starting points
-                  (`benchmarks/run.py`'s `run_numpyro`, same settings).
+                  (the benchmark harness's `run_numpyro`, same settings).
 
 Starting points: bomcmc's built-in initializer for these posteriors, β ~ U(−2, 2)^d
 independently per chain (Stan's default), drawn with key fold_in(PRNGKey(seed), 0); every
@@ -40,6 +40,9 @@ tuner's methods in this process.
 Writes OUT/logistic_ess.json (every run), OUT/logistic_ess.png (Fig. 2 style: per-chain
 min / median / max ESS per gradient, boxes over chains × seeds) and the generated part of
 OUT/logistic_ess.md (between the GENERATED markers; the rest of the file is kept).
+
+This file is the command line; the runs, the instrumentation, the figure and the tables are
+the package `experiments/logistic/`, and the NUTS runners are `benchmarks/harness/`'s.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # benchmarks/ and experiments/logistic/
 
-from benchmarks.harness.environment import command_line, machine_info, package_versions  # noqa: E402
+from benchmarks.harness.environment import (command_line, machine_info,  # noqa: E402
+                                            package_versions)
 from benchmarks.harness.floor import CompileClock  # noqa: E402
 from benchmarks.harness.stats import clean  # noqa: E402
 from experiments.logistic.figure import make_figure  # noqa: E402

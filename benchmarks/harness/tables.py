@@ -88,7 +88,7 @@ def render_nuts_summary(result: dict, title: str = "NUTS: bomcmc ÷ NumPyro and 
         step = " / ".join(show((m_.get("step_size_chains") or {}).get("median"), "{:.3g}")
                           for m_ in med)
         gpd = " / ".join(show(m_["n_grad"] / (chains * draws) if m_.get("n_grad") else None,
-                            "{:.1f}") for m_ in med)
+                              "{:.1f}") for m_ in med)
         div = " / ".join(show(m_.get("divergences"), "{:.0f}") for m_ in med)
         ok_g = all(row[o]["ess_per_grad_ok"] for o in others if o in row)
         ok_s = all(row[o]["ess_per_s_ok"] for o in others if o in row)

@@ -75,7 +75,8 @@ def render(result: dict, fig_rel: str, json_rel: str) -> str:
                      f"({_msd([100 * t['fraction_of_run'] for t in tun], '{:.1f}')}%)")
             L.append(
                 f"| {LABELS[s]} | {trio('ess_per_grad')} | {trio('ess_per_grad_incl_adapt')} "
-                f"| {trio('ess_per_s', '{:.4g}')} | {_msd([r['ess_per_s_incl_warmup']['min'] for r in rr], '{:.4g}')} "
+                f"| {trio('ess_per_s', '{:.4g}')} "
+                f"| {_msd([r['ess_per_s_incl_warmup']['min'] for r in rr], '{:.4g}')} "
                 f"| {_msd([r['grad_per_draw'] for r in rr], '{:.1f}')} "
                 f"| {_msd([r['n_grad'] for r in rr], '{:.3g}')} "
                 f"| {_msd(adapt, '{:.3g}')}{mode_cell} "
@@ -102,7 +103,8 @@ def render_questions(result: dict) -> list[str]:
         for s in samplers:
             vals = [r["ess_per_grad"]["min"] for r in runs_of(result, ds, s)]
             means[(ds, s)] = finite_mean(vals)
-            cells.append(f"{_f(means[(ds, s)], '{:.4f}')} [{', '.join(_f(v, '{:.4f}') for v in vals)}]")
+            seeds = ", ".join(_f(v, "{:.4f}") for v in vals)
+            cells.append(f"{_f(means[(ds, s)], '{:.4f}')} [{seeds}]")
         L.append(f"| {ds} | " + " | ".join(cells) + " |")
     L.append("")
     verdict = {}
@@ -162,12 +164,14 @@ def render_questions(result: dict) -> list[str]:
             for r in runs_of(result, ds, s):
                 t = r["tuner"]
                 fr.append(t["fraction_of_run"])
+                samp = t["fraction_of_sampling_phase"]
                 L.append(f"| {ds} | {LABELS[s]} | {r['seed']} | {t['total_s']:.2f} "
                          f"| {t['gp_fit_s']:.2f} | {t['acquisition_s']:.2f} | {t['other_s']:.2f} "
-                         f"| {t['bo_steps']} | {t['proposals']} | {_f(t['per_proposal_ms'], '{:.1f}')} "
+                         f"| {t['bo_steps']} | {t['proposals']} "
+                         f"| {_f(t['per_proposal_ms'], '{:.1f}')} "
                          f"| {100 * t['fraction_of_run']:.1f} "
                          f"| {100 * t['fraction_of_end_to_end']:.1f} "
-                         f"| {_f(100 * t['fraction_of_sampling_phase'] if t['fraction_of_sampling_phase'] is not None else None, '{:.1f}')} |")
+                         f"| {_f(100 * samp if samp is not None else None, '{:.1f}')} |")
     if fr:
         L += ["", f"Tuner share of the run (warm-up + sampling phases): median "
               f"{100 * float(np.median(fr)):.1f}%, max {100 * max(fr):.1f}% over {len(fr)} runs; "
