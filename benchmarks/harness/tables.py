@@ -49,6 +49,42 @@ def _ratio_cell(r: dict | None, fig: str) -> str:
     return f"{r[fig]:.2f}{spread}"
 
 
+def _nuts_columns(others: list[str], chains: int, draws: int) -> list[tuple]:
+    """The NUTS summary's columns: (header, cell(name, row, medians)), where `row` is the
+    posterior's `nuts_comparison` and `medians` bomcmc's, then each other NUTS's."""
+    short = {"numpyro-nuts": "NumPyro", "blackjax-nuts": "BlackJAX"}
+    names = " / ".join(["bomcmc"] + [short[o] for o in others])
+
+    def each(get, fmt):  # one figure of every sampler, "a / b / c"
+        return lambda name, row, med: " / ".join(show(get(m), fmt) for m in med)
+
+    def ratios(fig, label):  # bomcmc ÷ each other NUTS
+        return [(f"{label} ÷ {short[o]}",
+                 lambda name, row, med, o=o: _ratio_cell(row.get(o), fig)) for o in others]
+
+    def check(flag):
+        return lambda name, row, med: ("yes" if all(row[o][flag] for o in others if o in row)
+                                       else "**no**")
+
+    return [
+        ("posterior", lambda name, row, med: f"`{name}`"),
+        ("d", lambda name, row, med: f"{row['dim']}"),
+        (f"min ESS/grad ({names})",
+         each(lambda m: (m.get("ess_per_grad") or {}).get("min"), "{:.3g}")),
+        *ratios("ess_per_grad", "ESS/grad"),
+        (f"min ESS/s ({names})", each(lambda m: (m.get("ess_per_s") or {}).get("min"), "{:.3g}")),
+        *ratios("ess_per_s", "ESS/s"),
+        *ratios("s_per_lockstep_grad", "s per lockstep grad"),
+        (f"adapted ε, median over chains ({names})",
+         each(lambda m: (m.get("step_size_chains") or {}).get("median"), "{:.3g}")),
+        (f"grads/draw ({names})",
+         each(lambda m: m["n_grad"] / (chains * draws) if m.get("n_grad") else None, "{:.1f}")),
+        (f"div. ({names})", each(lambda m: m.get("divergences"), "{:.0f}")),
+        ("ESS/grad ±20 %", check("ess_per_grad_ok")),
+        ("ESS/s ≥", check("ess_per_s_ok")),
+    ]
+
+
 def render_nuts_summary(result: dict, title: str = "NUTS: bomcmc ÷ NumPyro and ÷ BlackJAX"
                         ) -> list[str]:
     comp = nuts_comparison(result)
@@ -56,8 +92,8 @@ def render_nuts_summary(result: dict, title: str = "NUTS: bomcmc ÷ NumPyro and 
         return []
     others = [o for o in ("numpyro-nuts", "blackjax-nuts")
               if any(o in row for row in comp.values())]
-    short = {"numpyro-nuts": "NumPyro", "blackjax-nuts": "BlackJAX"}
-    names = ["bomcmc"] + [short[o] for o in others]
+    args = result["meta"]["args"]
+    columns = _nuts_columns(others, args["chains"], args["draws"])
     lines = [
         f"#### {title}",
         "",
@@ -68,38 +104,13 @@ def render_nuts_summary(result: dict, title: str = "NUTS: bomcmc ÷ NumPyro and 
         "cost of the code per gradient, free of how long the trajectories happened to be; "
         "below 1 means bomcmc's code is faster.",
         "",
-        f"| posterior | d | min ESS/grad ({' / '.join(names)}) "
-        + "".join(f"| ESS/grad ÷ {short[o]} " for o in others)
-        + f"| min ESS/s ({' / '.join(names)}) "
-        + "".join(f"| ESS/s ÷ {short[o]} " for o in others)
-        + "".join(f"| s per lockstep grad ÷ {short[o]} " for o in others)
-        + f"| adapted ε, median over chains ({' / '.join(names)}) "
-        + f"| grads/draw ({' / '.join(names)}) "
-        + f"| div. ({' / '.join(names)}) | ESS/grad ±20 % | ESS/s ≥ |",
-        "|" + "---|" * (2 + 1 + len(others) + 1 + 2 * len(others) + 3 + 2),
+        "| " + " | ".join(header for header, _ in columns) + " |",
+        "|" + "---|" * len(columns),
     ]
-    chains, draws = result["meta"]["args"]["chains"], result["meta"]["args"]["draws"]
     for name, row in comp.items():
         sams = result["posteriors"][name]["samplers"]
-        order = ["bomcmc-nuts"] + others
-        med = [sams[o]["median"] if o in sams else {} for o in order]
-        epg = " / ".join(show((m_.get("ess_per_grad") or {}).get("min"), "{:.3g}") for m_ in med)
-        eps_ = " / ".join(show((m_.get("ess_per_s") or {}).get("min"), "{:.3g}") for m_ in med)
-        step = " / ".join(show((m_.get("step_size_chains") or {}).get("median"), "{:.3g}")
-                          for m_ in med)
-        gpd = " / ".join(show(m_["n_grad"] / (chains * draws) if m_.get("n_grad") else None,
-                              "{:.1f}") for m_ in med)
-        div = " / ".join(show(m_.get("divergences"), "{:.0f}") for m_ in med)
-        ok_g = all(row[o]["ess_per_grad_ok"] for o in others if o in row)
-        ok_s = all(row[o]["ess_per_s_ok"] for o in others if o in row)
-        lines.append(
-            f"| `{name}` | {row['dim']} | {epg} "
-            + "".join(f"| {_ratio_cell(row.get(o), 'ess_per_grad')} " for o in others)
-            + f"| {eps_} "
-            + "".join(f"| {_ratio_cell(row.get(o), 'ess_per_s')} " for o in others)
-            + "".join(f"| {_ratio_cell(row.get(o), 's_per_lockstep_grad')} " for o in others)
-            + f"| {step} | {gpd} | {div} | {'yes' if ok_g else '**no**'} "
-            f"| {'yes' if ok_s else '**no**'} |")
+        med = [sams[o]["median"] if o in sams else {} for o in ["bomcmc-nuts"] + others]
+        lines.append("| " + " | ".join(cell(name, row, med) for _, cell in columns) + " |")
     return lines + [""]
 
 
