@@ -6,12 +6,13 @@ figures: `draws` (C, D, d) NumPy draws, `n_grad` and `n_grad_warmup` (gradient e
 sampling and of warm-up, summed over chains), `grad_steps` ((C, D) gradient evaluations per
 kept draw, for the lockstep factor), seconds (`wall_s`, `wall_s_warmup`, `compile_s`,
 `end_to_end_s`), `divergences`, `accept_mean`, `step_size` and a `tuned` dict of the adapted
-settings. `run.py` turns the draws into ESS, R-hat and the comparison with its reference.
+settings. The harness (`harness/stats.py`) turns the draws into ESS, R-hat and the
+comparison with its reference.
 
 Only BlackJAX's public API of the installed version (1.7.1) is used. Every phase is jitted and
 compiled ahead of time (`.lower().compile()`), so the warm-up and sampling seconds exclude
 compilation; `end_to_end_s` includes it. The initial evaluation of the log density at the
-starting points is not counted for any sampler (nor is it by the other runners of run.py).
+starting points is not counted for any sampler (nor is it by the harness's other runners).
 """
 
 from __future__ import annotations

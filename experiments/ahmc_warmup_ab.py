@@ -40,7 +40,7 @@ def one_run(name, options, seed, chains, warmup, draws):
     from bomcmc import models
     from bomcmc.posterior import flatten
 
-    from benchmarks.run import _bomcmc_flat_draws
+    from benchmarks.harness.bomcmc_runners import bomcmc_flat_draws as _bomcmc_flat_draws
 
     flat = flatten(models.get(name))
     t0 = time.perf_counter()
