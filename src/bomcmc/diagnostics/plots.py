@@ -11,13 +11,13 @@ The first three take the first `max_coords` scalar coordinates over all posterio
 (in the order of the InferenceData), label them like `beta[3]`, write the file and return its
 path.
 
-The GP bandit of an adaptive-HMC run (`sampler="ahmc"`, or any run whose InferenceData has
-a `tuning` group from a GPBanditTuner; a live GPBanditTuner works too):
+A tuned run's learned reward surface, read from its `tuning` group (`reward_plots.py`;
+Wang 2012, Figs 4.1/4.4 and 4.2/4.6):
 
-    plot_reward_surface(idata, "reward_surface.png")  # GP mean over (log ε, L), tried points
+    plot_reward_surface(idata, "reward_surface.png")  # GP mean over the knob box, tried points
     plot_reward_slice(idata, "reward_slice.png")      # slice at the final L: mean ± 2 sd, the
                                                       # tried points, the acquisition below
-(Wang 2012, Figs 4.1/4.4 and 4.2/4.6). matplotlib is imported only when a plot is drawn.
+matplotlib is imported only when a plot is drawn.
 """
 
 from __future__ import annotations
@@ -220,160 +220,8 @@ class _arviz_quiet:
         return self._ctx.__exit__(*exc)
 
 
-# ---------------------------------------------------------------------------------------
-# The GP bandit (Wang 2012, Figs 4.1/4.4 and 4.2/4.6)
-# ---------------------------------------------------------------------------------------
-def _bandit(source):
-    """(tuner, history, idata or None) from a run's InferenceData / SampleResult with a
-    `tuning` group, or from a GPBanditTuner."""
-    from ..tuning.gp_bandit import GPBanditTuner
-    from ..tuning.history import tuning_from_idata
-
-    if isinstance(source, GPBanditTuner):
-        tuner, history, idata = source, source.history, None
-    else:
-        found = tuning_from_idata(source)
-        if found is None:
-            raise ValueError("no GP-bandit tuning recorded in this run (sampler='ahmc' or a "
-                             "GPBanditTuner records one)")
-        (tuner, history), idata = found, getattr(source, "idata", source)
-    if tuner.gp is None or tuner.gp.n_obs == 0:
-        raise ValueError("the bandit's GP has no observations to plot")
-    return tuner, history, idata
-
-
-def _current_points(tuner, history):
-    """History entries behind the current GP (the last epoch: a metric update resets the
-    GP), with a finite reward; and how many earlier entries were left out."""
-    epoch = history[-1].get("epoch") if history else None
-    pts = [h for h in history if h.get("reward") is not None
-           and (epoch is None or h.get("epoch") == epoch)]
-    return pts, len(history) - len(pts)
-
-
-def _bandit_title(idata, what: str, tuner, history) -> str:
-    parts = [what, *_names(_attrs(idata)), f"{len({h['i'] for h in history})} BO steps"]
-    return " | ".join(parts)
-
-
-def _attrs(idata) -> dict:
-    post = getattr(idata, "posterior", None) if idata is not None else None
-    return dict(post.attrs) if post is not None else {}
-
-
-def _steps_grid(tuner) -> np.ndarray:
-    lo, hi = int(tuner.lower[1]), int(tuner.upper[1])
-    return np.arange(lo, hi + 1) if hi - lo <= 300 else np.linspace(lo, hi, 301)
-
-
-def plot_reward_surface(source, path: str | os.PathLike, grid: int = 120) -> Path:
-    """The GP posterior mean of the reward over the (ε, L) box (log ε axis), with the settings
-    tried under the current GP as dots (area ∝ visits) and the final (ε, L) as a star
-    (Wang 2012, Figs 4.1 and 4.4)."""
-    tuner, history, idata = _bandit(source)
-    sym = _step_symbol(_attrs(idata))
-    log_eps = np.linspace(tuner.lower[0], tuner.upper[0], int(grid))
-    steps = _steps_grid(tuner)
-    E, S = np.meshgrid(log_eps, steps)
-    mean, _ = tuner.gp.predict(np.column_stack([E.ravel(), S.ravel()]))
-    pts, left_out = _current_points(tuner, history)
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 5.2), layout="constrained")
-    try:
-        cs = ax.contourf(np.exp(E), S, mean.reshape(E.shape), levels=30, cmap="viridis")
-        fig.colorbar(cs, ax=ax, label="GP posterior mean of the reward")
-        if pts:
-            seen: dict = {}
-            for h in pts:
-                seen[(h["eps"], h["L"])] = seen.get((h["eps"], h["L"]), 0) + 1
-            xy = np.array(list(seen))
-            n = np.array(list(seen.values()), float)
-            ax.scatter(xy[:, 0], xy[:, 1], s=12 + 10 * np.sqrt(n), facecolor="white",
-                       edgecolor="black", lw=0.6, alpha=0.85,
-                       label=f"tried ({len(pts)} observations, {len(seen)} settings)")
-        ax.scatter([tuner.step_size], [tuner.num_steps], marker="*", s=260, color="red",
-                   edgecolor="black", lw=0.8, zorder=5,
-                   label=f"final {sym}={tuner.step_size:.3g}, L={tuner.num_steps}")
-        ax.set_xscale("log")
-        ax.set_xlim(np.exp(tuner.lower[0]), np.exp(tuner.upper[0]))
-        ax.set_ylim(steps[0], steps[-1])
-        ax.set_xlabel(f"step size {sym} (log scale)")
-        ax.set_ylabel("trajectory length L (maximum)")
-        ax.legend(loc="upper right", fontsize=8, framealpha=0.8)
-        title = _bandit_title(idata, "learned reward surface", tuner, history)
-        if left_out:
-            title += f"\n({left_out} steps before the last GP reset or without a reward not shown)"
-        ax.set_title(title, fontsize=10)
-        fig.savefig(path, dpi=100)
-    finally:
-        plt.close(fig)
-    return Path(path)
-
-
-def plot_reward_slice(source, path: str | os.PathLike, steps: int | None = None,
-                      grid: int = 300, step_size: float | None = None) -> Path:
-    """A slice of the GP: the posterior mean ± 2 sd of the reward with the rewards measured on
-    the slice, and below it the acquisition function along the slice at the last p_i (Wang
-    2012, Figs 4.2 and 4.6). By default the slice is at L = `steps` (the final L when None)
-    against ε (log axis); with `step_size`, it is at that ε against L."""
-    tuner, history, idata = _bandit(source)
-    sym = _step_symbol(_attrs(idata))
-    pts, _ = _current_points(tuner, history)
-    if step_size is None:  # fixed L, ε varies
-        steps = int(tuner.num_steps if steps is None else steps)
-        log_eps = np.linspace(tuner.lower[0], tuner.upper[0], int(grid))
-        X = np.column_stack([log_eps, np.full(log_eps.shape, float(steps))])
-        axis, final = np.exp(log_eps), tuner.step_size
-        on_slice = [(h["eps"], h["reward"]) for h in pts if int(h["L"]) == steps]
-        where, xlabel = f"L = {steps}", f"step size {sym} (log scale)"
-    else:  # fixed ε, L varies
-        if steps is not None:
-            raise ValueError("give steps or step_size, not both: the slice fixes one of them")
-        axis = _steps_grid(tuner).astype(float)
-        X = np.column_stack([np.full(axis.shape, np.log(step_size)), axis])
-        final = tuner.num_steps
-        # rewards within 5 % of the slice's ε count as on it (ε is continuous)
-        on_slice = [(h["L"], h["reward"]) for h in pts
-                    if abs(np.log(h["eps"]) - np.log(step_size)) < 0.05]
-        where, xlabel = f"{sym} = {step_size:.3g}", "trajectory length L (maximum)"
-    mean, var = tuner.gp.predict(X)
-    sd = np.sqrt(var)
-    p_last = float(history[-1]["p_i"]) if history else 1.0
-    u = tuner.acquisition_fn(p_last)
-    acq = np.array([u(x) for x in X])
-    plt = _pyplot()
-    fig, (ax, ax_u) = plt.subplots(2, 1, figsize=(7.5, 6.2), sharex=True, layout="constrained",
-                                   gridspec_kw={"height_ratios": [2, 1]})
-    try:
-        ax.fill_between(axis, mean - 2 * sd, mean + 2 * sd, color="C0", alpha=0.25,
-                        label="mean ± 2 sd")
-        ax.plot(axis, mean, color="C3", lw=1.5, label="GP posterior mean")
-        if on_slice:
-            ax.scatter(*zip(*on_slice), s=16, color="black", zorder=4,
-                       label=f"rewards at {where} ({len(on_slice)})")
-        final_label = f"final {sym} = {final:.3g}" if step_size is None else f"final L = {final}"
-        ax.axvline(final, color="0.4", ls="--", lw=0.8, label=final_label)
-        finite = [h["reward"] for h in pts]
-        if finite:  # the GP's prior sd (5) dwarfs the rewards far from the data: zoom on them
-            lo, hi = min(0.0, min(finite)), max(finite)
-            pad = 0.5 * (hi - lo if hi > lo else 1.0)
-            ax.set_ylim(lo - pad, hi + pad)
-        ax.set_ylabel("reward")
-        ax.legend(loc="upper left", fontsize=8, framealpha=0.8)
-        ax.set_title(_bandit_title(idata, f"reward slice at {where}", tuner, history),
-                     fontsize=10)
-        name = "annealed UCB" if tuner.acquisition == "ucb" else "expected improvement"
-        ax_u.plot(axis, acq, color="C2", lw=1.5)
-        ax_u.axvline(final, color="0.4", ls="--", lw=0.8)
-        ax_u.set_ylabel(f"{name}\n(p_i = {p_last:.3g})", fontsize=9)
-        ax_u.set_xlabel(xlabel)
-        if step_size is None:
-            ax_u.set_xscale("log")
-        ax_u.set_xlim(axis[0], axis[-1])
-        fig.savefig(path, dpi=100)
-    finally:
-        plt.close(fig)
-    return Path(path)
+# The learned reward surface (read from the run: reward_plots.py)
+from .reward_plots import plot_reward_slice, plot_reward_surface  # noqa: E402,F401
 
 
 def plot_error_curve(draws, curves: dict, path: str | os.PathLike, *, ylabel: str,

@@ -45,22 +45,24 @@ def describe_im_tuning(state: dict) -> str:
 
 
 def plot_im_surface(idata, path: str | os.PathLike) -> Path:
-    from ..tuning.im_tuner import gp_mean_surface
-    from .plots import _attrs, _names, _pyplot
+    """The GP mean of the reward over the (γ, k) box as the run recorded it (Mahendran 2011
+    Figs 4.3, 4.6, 4.9), the settings tried, and the frozen policy's settings."""
+    from .plots import _names, _pyplot
+    from .reward_plots import _attrs, read_surface
 
     idata = getattr(idata, "idata", idata)
     state = im_state(idata)
     if state is None:
         raise ValueError("no IM tuning recorded in this run (sampler 'im_bayesopt' or "
                          "'im_bandit' records one)")
-    gammas, ks, mu = gp_mean_surface(state)
+    surface = read_surface(idata)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     try:
-        mesh = ax.pcolormesh(gammas, ks, mu, shading="auto", cmap="viridis")
+        mesh = ax.pcolormesh(surface["x"], surface["y"], surface["mean"], shading="auto",
+                             cmap="viridis")
         fig.colorbar(mesh, ax=ax, label="GP mean of the reward")
-        X = np.asarray(state["gp"]["X"], dtype=float)
-        ax.plot(X[:, 0], X[:, 1], "w.", ms=4, label="settings tried")
+        ax.plot(surface["tried_x"], surface["tried_y"], "w.", ms=4, label="settings tried")
         policy = state.get("policy")
         if policy:
             ax.plot(policy["gamma"], policy["k"], "r+", ms=5, alpha=0.4,
