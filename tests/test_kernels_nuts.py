@@ -130,7 +130,7 @@ def test_window_nuts_dense_metric_learns_covariance(tmp_path):
     assert_moments(_draws(r), post.meta["mean"], np.diag(cov), label="dense")
     assert r.totals["divergences"] == 0
     last = list(DiskStore(tmp_path / "run").chunks())[-1]
-    for inv_mass in last["knobs.inverse_mass_matrix"]:  # each chain's learned M⁻¹ ≈ cov:
+    for inv_mass in last.knobs["inverse_mass_matrix"]:  # each chain's learned M⁻¹ ≈ cov:
         whitened = np.linalg.eigvals(np.linalg.solve(inv_mass, cov)).real  # of M·Σ
         assert np.all((whitened > 0.4) & (whitened < 2.5)), whitened
     # the whitened target is isotropic, so trees are short
