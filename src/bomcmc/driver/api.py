@@ -298,7 +298,7 @@ def sample(
         knobs={k: jsonable(v) for k, v in knobs.items()},
         adapt=adapt, adapt_options={k: jsonable(v) for k, v in adapt_options.items()},
         tuner_options=None if tuner_options is None else json_options(tuner_options),
-        max_grad=max_grad, model=post.meta.get("model_file"),
+        max_grad=max_grad, model=post.model_file,
     )
     if chunk_size is None:  # a buffer for the whole run, within a memory cap
         dim = flatten(post, check_finite=False).dim
