@@ -50,10 +50,10 @@ def main(argv=None) -> dict:
     post = lgcp.log_gaussian_cox(n)
     build_s = time.perf_counter() - t
     D = n * n
-    y = jnp.asarray(post.meta["counts"].ravel())
+    y = jnp.asarray(post.facts.counts.ravel())
     cov = lgcp.covariance(n)
     prec = jnp.asarray(np.linalg.inv(cov))  # the dense alternative's Σ⁻¹
-    G = np.asarray(prec) + post.meta["fisher_shift"] * np.eye(D)
+    G = np.asarray(prec) + post.facts.fisher_shift * np.eye(D)
 
     def dense_logdensity(x):
         r = x - lgcp.MEAN
@@ -75,7 +75,7 @@ def main(argv=None) -> dict:
 
     key = jax.random.PRNGKey(0)
     knobs_diag = hmc.default_knobs(D, step_size=0.1, steps=args.steps,
-                                   inverse_mass_matrix=1.0 / post.meta["metric_fn"])
+                                   inverse_mass_matrix=1.0 / post.metric_fn)
     knobs_dense = hmc.default_knobs(D, step_size=0.1, steps=args.steps,
                                     inverse_mass_matrix=_sym(np.linalg.inv(G)))
     st_eig = hmc.init(v0, eig_logdensity)

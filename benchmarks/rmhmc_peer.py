@@ -38,9 +38,9 @@ def run_blackjax(post, chains: int, warmup: int, draws: int, seed: int, eps: flo
     import blackjax
 
     logdensity = post.logdensity_fn
-    metric_fn = post.meta["metric_fn"]
+    metric_fn = post.metric_fn
     algo = blackjax.rmhmc(lambda b: logdensity({"beta": b}), eps, metric_fn, steps)
-    d = post.meta["d"]
+    d = post.facts.d
     states = jax.vmap(algo.init)(jnp.zeros((chains, d)))
 
     @jax.jit

@@ -89,7 +89,7 @@ def narrow_excess(name: str, x: np.ndarray) -> float:
     converged, ≫ 1 while it is still far out along the narrow direction."""
     from bomcmc import models
 
-    w, v = np.linalg.eigh(np.asarray(models.get(name).meta["cov"]))
+    w, v = np.linalg.eigh(np.asarray(models.get(name).cov))
     z = x[len(x) // 2:] @ v[:, 0]
     return float(np.mean(np.abs(z)) / (math.sqrt(w[0]) * math.sqrt(2 / math.pi)))
 
@@ -133,7 +133,7 @@ def make_figures(first: dict, fig_dir: Path, start_label: str, suffix: str = "",
     fig, axes = grid(f"HMC samples, {ITERATIONS} iterations, start {start_label} "
                      "(Wang 2012, Fig 2.1)")
     for i, name in enumerate(TARGETS):
-        cov = np.asarray(models.get(name).meta["cov"])
+        cov = np.asarray(models.get(name).cov)
         w, v = np.linalg.eigh(cov)
         t = np.linspace(0, 2 * np.pi, 200)
         ellipse = (v @ (np.sqrt(w)[:, None] * np.stack([np.cos(t), np.sin(t)]))) * 2.0
@@ -161,7 +161,7 @@ def make_figures(first: dict, fig_dir: Path, start_label: str, suffix: str = "",
     # Fig 2.2: trace of the first coordinate
     fig, axes = grid(f"Trace of x1, start {start_label} (Wang 2012, Fig 2.2)")
     for i, name in enumerate(TARGETS):
-        sd1 = math.sqrt(models.get(name).meta["cov"][0][0])
+        sd1 = math.sqrt(models.get(name).cov[0][0])
         for j, (tag, eps, L) in enumerate(SETTINGS):
             ax = axes[i, j]
             ax.plot(first[(name, tag)]["x"][:, 0], lw=0.6)
@@ -221,7 +221,7 @@ def run_set(seeds, start_fn, fig_seed=None):
 def table(name: str, rows: dict, with_theory: bool) -> list[str]:
     from bomcmc import models
 
-    cov = np.asarray(models.get(name).meta["cov"])
+    cov = np.asarray(models.get(name).cov)
     sds = np.sqrt(np.linalg.eigvalsh(cov))
     head = ("| setting | ε | L | acceptance | lag-1 acf(x1) | max \\|acf(x1)\\| lags 1–50 "
             f"| min bulk ESS | ESS / grad | var(x1) (true {cov[0, 0]:g}) | narrow excess ")
@@ -294,7 +294,7 @@ def write_doc(out: Path, rows: dict, rows_d: dict, seeds: list[int], start, fig_
         "",
     ]
     for name in TARGETS:
-        cov = np.asarray(models.get(name).meta["cov"])
+        cov = np.asarray(models.get(name).cov)
         sds = np.sqrt(np.linalg.eigvalsh(cov))
         D += [f"## `{name}` (Σ = {cov.tolist()}; eigen-sd {sds[0]:.3f} and {sds[1]:.3f})", "",
               f"Main runs, start {tuple(start)}:", ""]

@@ -178,7 +178,7 @@ def main(argv=None) -> int:
     else:
         from bomcmc import models
 
-        model = models.get(args.model).meta["model"]
+        model = models.get(args.model).spin_model
         result = {"model": args.model, "beta": model.beta, "trials": args.trials,
                   "warmup": args.warmup, "draws": args.draws, "n_spins": model.n,
                   "n_flipped": model.n_flipped, "box": model.box(),

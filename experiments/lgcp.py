@@ -153,7 +153,7 @@ def run_reference(args, post):
                                 warmup=args.warmup, draws=args.ref_draws, seed=1000,
                                 float64=True, progress=False, out=out,
                                 adapt="dual_averaging", max_tree_depth=REF_DEPTH,
-                                inverse_mass_matrix=1.0 / post.meta["metric_fn"])
+                                inverse_mass_matrix=1.0 / post.metric_fn)
     rhat = float(np.max(az.rhat(res.idata, var_names=list(FIELD))["x"]))
     return res, (f"NUTS (mass G, depth ≤ {REF_DEPTH}) {chains} × {args.ref_draws} draws after "
                  f"{args.warmup} warm-up, seed 1000, max R-hat {rhat:.3f}, {how} in "
@@ -228,7 +228,7 @@ def main(argv=None) -> int:
         out = Path(args.plots)
         out.mkdir(parents=True, exist_ok=True)
         shown = {k: fields[k] for k in ("ahmc", "nuts", "armhmc") if k in fields}
-        plot_fields(post.meta["true_x"], post.meta["counts"], shown, out / "fields.png")
+        plot_fields(post.facts.true_x, post.facts.counts, shown, out / "fields.png")
         plot_scatter(runs, out / "ess_scatter.png")
     return 0
 

@@ -28,7 +28,7 @@ from bomcmc import models  # noqa: E402
 def main(name: str, options: str, first: int, last: int) -> None:
     warnings.simplefilter("ignore")
     opts = json.loads(options)
-    mean = np.asarray(models.get(name).meta["mean"])
+    mean = np.asarray(models.get(name).mean)
     for seed in range(first, last):
         res = bomcmc.sample(posterior=name, sampler="ahmc", chains=4, warmup=1000, draws=1000,
                             seed=seed, float64=True, progress=False, **opts)

@@ -61,7 +61,7 @@ def _target(d: int = 8):
 
 POST = _target()
 FLAT = flatten(POST)
-MEAN, COV = POST.meta["mean"], POST.meta["cov"]
+MEAN, COV = POST.mean, POST.cov
 
 
 def _ctx(chains, warmup, draws, seed, counting=False):

@@ -1,8 +1,11 @@
 """The InferenceData a run assembles: warm-up draws kept on request, in ArviZ's groups."""
 
+import json
+
 import numpy as np
 
 import bomcmc
+from bomcmc.tuning.base import Tuner
 
 KW = dict(posterior="gauss-iid-2", sampler="hmc", chains=2, draws=15, warmup=20, seed=0,
           step_size=0.3, steps=3, progress=False, float64=True, chunk_size=10)
@@ -35,3 +38,103 @@ def test_the_cli_flag(tmp_path):
                  "--draws", "10", "--warmup", "12", "--no-progress", "--no-plots",
                  "--save-warmup", "--json", "--out", str(out)]) == 0
     assert bomcmc.load(out).idata.warmup_posterior["x"].shape == (2, 12, 2)
+
+
+class SurfaceTuner(Tuner):
+    """A tuner that changes nothing but reports a history, its own gradients and a surface."""
+
+    name = "stub"
+
+    def __init__(self, surface=True):
+        self.with_surface = surface
+
+    def chunk_history(self):
+        return [{"i": 1, "reward": 0.5}]
+
+    def take_grads(self):
+        return 3
+
+    def surface(self):
+        if not self.with_surface:
+            return None
+        return {"names": ("eps", "L"), "x": np.array([0.1, 0.2, 0.3]), "y": np.array([1.0, 2.0]),
+                "mean": np.arange(6.0).reshape(2, 3), "sd": np.full((2, 3), 0.5),
+                "tried_x": np.array([0.1, 0.3]), "tried_y": np.array([2.0, 1.0]),
+                "tried_n": np.array([4, 1]), "final": (0.3, 1.0)}
+
+
+def test_the_tuning_group_carries_the_tuners_surface(tmp_path):
+    res = bomcmc.sample(tuner=SurfaceTuner(), out=tmp_path / "run", **KW)
+    for tuning in (res.idata.tuning, bomcmc.load(tmp_path / "run").idata.tuning,
+                   _netcdf_round_trip(res.idata, tmp_path).tuning):
+        assert tuning["surface_mean"].dims == ("surface_y", "surface_x")
+        np.testing.assert_array_equal(tuning["surface_mean"].values, np.arange(6.0).reshape(2, 3))
+        np.testing.assert_array_equal(tuning["surface_sd"].values, 0.5)
+        np.testing.assert_array_equal(tuning["surface_x"].values, [0.1, 0.2, 0.3])
+        np.testing.assert_array_equal(tuning["surface_y"].values, [1.0, 2.0])
+        assert tuning["surface_tried_n"].dims == ("surface_tried",)
+        np.testing.assert_array_equal(tuning["surface_tried_x"].values, [0.1, 0.3])
+        np.testing.assert_array_equal(tuning["surface_tried_y"].values, [2.0, 1.0])
+        np.testing.assert_array_equal(tuning["surface_tried_n"].values, [4, 1])
+        assert tuning.attrs["surface_names"] == "eps,L"
+        assert json.loads(tuning.attrs["surface_final"]) == [0.3, 1.0]
+        assert tuning.attrs["tuner"] == "" and "tuner_state" in tuning.attrs
+        assert list(tuning["reward"].values) == [0.5] * 4  # the history, one row per chunk
+    # the tuner's own gradients join the warm-up's, through the protocol's take_grads
+    plain = bomcmc.sample(**KW)
+    assert res.totals["n_grad_warmup"] == plain.totals["n_grad_warmup"] + 3 * 4
+    assert res.totals["tuner"] == "stub"
+
+
+def test_a_tuner_without_a_surface_writes_none(tmp_path):
+    tuning = bomcmc.sample(tuner=SurfaceTuner(surface=False), **KW).idata.tuning
+    assert not any(str(k).startswith("surface") for k in [*tuning.variables, *tuning.attrs])
+    assert _netcdf_round_trip(bomcmc.sample(tuner=SurfaceTuner(surface=False), **KW).idata,
+                              tmp_path).tuning["reward"].shape == (4,)
+
+
+def _netcdf_round_trip(idata, tmp_path):
+    import arviz as az
+
+    path = tmp_path / "copy.nc"
+    idata.to_netcdf(path)
+    return az.from_netcdf(path)
+
+
+def test_a_record_in_memory_equals_the_one_on_disk(tmp_path, monkeypatch):
+    """Only the store converts a ChunkRecord to a file and back: the records a run keeps in
+    memory and those read back from its chunk files agree field by field (seconds aside)."""
+    from bomcmc.driver import api
+    from bomcmc.store import DiskStore, MemoryStore
+
+    kept = []
+
+    class Kept(MemoryStore):
+        def __init__(self):
+            super().__init__()
+            kept.append(self)
+
+    monkeypatch.setattr(api, "MemoryStore", Kept)
+    bomcmc.sample(tuner=SurfaceTuner(), **KW)
+    mem = list(kept[0].chunks())
+    disk = list(DiskStore(bomcmc.sample(tuner=SurfaceTuner(), out=tmp_path / "run",
+                                        **KW).path).chunks())
+    assert [r.index for r in disk] == [0, 1, 2, 3] and [r.phase for r in disk] == [0, 0, 1, 1]
+    assert [r.start_grads for r in disk] == [0] * 4 and [r.tuner_grads for r in disk] == [3] * 4
+    assert set(disk[0].info) >= {"n_grad", "diverging", "acceptance_rate"}
+    assert set(disk[0].state) >= {"position", "logdensity"} and disk[0].adapt == {}
+    for a, b in zip(mem, disk):
+        for f in a._fields:
+            x, y = a._asdict()[f], b._asdict()[f]
+            if f in ("wall_s", "tuner_s"):
+                assert type(x) is type(y) is float
+            elif isinstance(x, dict) and f != "tuner_state":
+                assert list(x) == list(y), f
+                for k in x:
+                    np.testing.assert_array_equal(x[k], y[k], err_msg=f"{f}.{k}")
+                    assert x[k].dtype == y[k].dtype
+            elif isinstance(x, np.ndarray):
+                np.testing.assert_array_equal(x, y, err_msg=f)
+                assert x.dtype == y.dtype
+            else:
+                assert x == y and type(x) is type(y), f

@@ -26,3 +26,18 @@ def test_with_a_leapfrog_budget_the_bar_counts_gradients_to_the_budget(capsys):
     bomcmc.sample(progress=True, max_grad=100, **{**KW, "draws": 1000})
     err = capsys.readouterr().err
     assert "100/100" in err and "grad" in err
+
+
+def test_each_chunk_is_planned_by_phase_within_the_run():
+    """Warm-up transitions one by one up to the warm-up's end, then sampling draws of `thin`
+    transitions each, never past the draws asked for."""
+    from types import SimpleNamespace
+
+    from bomcmc.driver.host_loop import ChunkPlan, _plan
+    from bomcmc.tuning.base import SAMPLING, WARMUP
+
+    spec = SimpleNamespace(draws=7, warmup=5, thin=3)  # the RunSpec fields a plan reads
+    assert _plan(spec, 0, 0, 4) == ChunkPlan(0, WARMUP, 0, 4, 1)
+    assert _plan(spec, 1, 4, 4) == ChunkPlan(1, WARMUP, 4, 1, 1)  # stops at the warm-up's end
+    assert _plan(spec, 2, 5, 4) == ChunkPlan(2, SAMPLING, 5, 4, 3)
+    assert _plan(spec, 3, 5 + 4 * 3, 4) == ChunkPlan(3, SAMPLING, 17, 3, 3)  # 7 − 4 left

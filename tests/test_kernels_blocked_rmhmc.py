@@ -74,9 +74,9 @@ def _broken_kernel(post):
         return op._replace(sample=lambda key, like: jax.random.normal(key, like.shape,
                                                                        like.dtype))
 
-    b = post.meta["rmhmc_blocks"]
-    kernel = blocked_rmhmc.blocked_rmhmc_kernel(b["latent"], b["parameters"],
-                                                b["latent_metric"], b["parameter_metric"])
+    b = post.rmhmc_blocks
+    kernel = blocked_rmhmc.blocked_rmhmc_kernel(b.latent, b.parameters, b.latent_metric,
+                                                b.parameter_metric)
 
     def step(key, state, fn, knobs):
         blocked_rmhmc.tridiagonal_mass = identity_draw

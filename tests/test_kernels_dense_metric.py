@@ -82,10 +82,10 @@ def test_hmc_with_the_covariance_as_metric_samples_a_correlated_gaussian(seed):
     """gauss-2d-corr (correlation 0.99): with M⁻¹ = Σ a short trajectory is enough; the
     moments are within the Bonferroni MCSE bound."""
     post = bomcmc.models.get("gauss-2d-corr")
-    cov = post.meta["cov"]
+    cov = post.cov
     x = bomcmc.sample(posterior=post, seed=seed, inverse_mass_matrix=cov,
                       **KW).idata.posterior["x"].values
-    assert_moments(x, post.meta["mean"], np.diag(cov), label=f"dense seed {seed}")
+    assert_moments(x, post.mean, np.diag(cov), label=f"dense seed {seed}")
 
 
 def test_a_momentum_of_the_wrong_covariance_fails_the_same_test(monkeypatch):
@@ -96,8 +96,8 @@ def test_a_momentum_of_the_wrong_covariance_fails_the_same_test(monkeypatch):
     monkeypatch.setattr(hmc, "sample_momentum",
                         lambda key, x, inv: jax.random.normal(key, x.shape, x.dtype))
     post = bomcmc.models.get("gauss-2d-corr")
-    cov = post.meta["cov"]
+    cov = post.cov
     x = bomcmc.sample(posterior=post, seed=0, inverse_mass_matrix=cov,
                       **KW).idata.posterior["x"].values
     with pytest.raises(AssertionError):
-        assert_moments(x, post.meta["mean"], np.diag(cov), label="wrong momentum")
+        assert_moments(x, post.mean, np.diag(cov), label="wrong momentum")

@@ -23,7 +23,7 @@ def test_correlated_2d_gaussian(seed):
     post = models.get("gauss-2d-corr")
     r = bomcmc.sample(sampler="hmc", posterior="gauss-2d-corr", chains=4, draws=2000, warmup=200, seed=seed,
                       step_size=0.15, steps=40, random_steps=True, progress=False)
-    assert_moments(draws_of(r), post.meta["mean"], np.diag(post.meta["cov"]), label=f"seed {seed}")
+    assert_moments(draws_of(r), post.mean, np.diag(post.cov), label=f"seed {seed}")
     # the correlation is part of the target too
     x = draws_of(r).reshape(-1, 2)
     assert abs(np.corrcoef(x.T)[0, 1] - 0.99) < 0.01
@@ -33,21 +33,21 @@ def test_correlated_2d_gaussian(seed):
 def test_illconditioned_100d_with_mass_matrix(seed):
     """gauss-100-illcond (sd log-spaced over [0.01, 1]) with the exact diagonal metric M⁻¹ = diag(sd²)."""
     post = models.get("gauss-100-illcond")
-    var = np.diag(post.meta["cov"])
+    var = np.diag(post.cov)
     r = bomcmc.sample(sampler="hmc", posterior="gauss-100-illcond", chains=4, draws=1000, warmup=100, seed=seed,
                       step_size=0.5, steps=6, random_steps=True, inverse_mass_matrix=var,
                       progress=False)
-    assert_moments(draws_of(r), post.meta["mean"], var, label=f"seed {seed}")
+    assert_moments(draws_of(r), post.mean, var, label=f"seed {seed}")
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_illconditioned_100d_identity_mass(seed):
     """The same target with identity mass: the step size is bound by sd=0.01, long trajectories."""
     post = models.get("gauss-100-illcond")
-    var = np.diag(post.meta["cov"])
+    var = np.diag(post.cov)
     r = bomcmc.sample(sampler="hmc", posterior="gauss-100-illcond", chains=4, draws=1000, warmup=200, seed=seed,
                       step_size=0.012, steps=200, random_steps=True, progress=False)
-    assert_moments(draws_of(r), post.meta["mean"], var, label=f"seed {seed}")
+    assert_moments(draws_of(r), post.mean, var, label=f"seed {seed}")
 
 
 def test_user_function_with_dict_pytree():

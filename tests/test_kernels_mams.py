@@ -15,7 +15,7 @@ from bomcmc.errors import BomcmcError
 from bomcmc.kernels import hmc, mams
 
 POST = models.get("gauss-100-illcond")  # independent coordinates, sd log-spaced over [0.01, 1]
-VAR = np.diag(POST.meta["cov"])
+VAR = np.diag(POST.cov)
 POOLED_MAX = 4.0
 
 
@@ -30,7 +30,7 @@ def _pooled_variance_z(draws) -> float:
     """The 100 coordinates are independent, so the sum of their variance z-scores over √d is
     N(0, 1) for a correct sampler: a bias shared by all coordinates, too small to push any
     one past the Bonferroni bound, shows here."""
-    _, z_var = moment_z_scores(draws, POST.meta["mean"], VAR)
+    _, z_var = moment_z_scores(draws, POST.mean, VAR)
     return float(z_var.sum() / np.sqrt(z_var.size))
 
 
@@ -40,7 +40,7 @@ def test_fixed_knobs_sample_the_gaussian(seed):
     # max |z| 2.71, 2.76, 2.40, 3.33, 2.75 (means), 2.00, 2.91, 3.49, 3.50, 2.77 (variances)
     # against the Bonferroni bound 4.56, and pooled variance z 0.46, 1.27, -1.23, -1.10, 0.24
     r, x = _fixed_run(seed)
-    assert_moments(x, POST.meta["mean"], VAR, label=f"seed {seed}")
+    assert_moments(x, POST.mean, VAR, label=f"seed {seed}")
     assert abs(_pooled_variance_z(x)) < POOLED_MAX
     ss = r.idata.sample_stats
     assert np.array_equal(np.asarray(ss["n_grad"]), mams.GRADS_PER_STEP * np.asarray(ss["n_steps"]))
@@ -109,6 +109,6 @@ def test_amams_defaults_sample_the_gaussian(seed):
     r = bomcmc.sample(posterior="gauss-100-illcond", sampler="amams", chains=8, draws=1000,
                       warmup=1000, seed=seed, progress=False)
     x = np.asarray(r.idata.posterior["x"])
-    assert_moments(x, POST.meta["mean"], VAR, label=f"seed {seed}")
+    assert_moments(x, POST.mean, VAR, label=f"seed {seed}")
     assert abs(_pooled_variance_z(x)) < POOLED_MAX
     assert r.totals["n_grad_warmup"] > 0

@@ -110,7 +110,7 @@ def test_window_nuts_correlated_gaussian(seed):
     post = models.get("gauss-2d-corr")
     r = bomcmc.sample(posterior="gauss-2d-corr", sampler="nuts", adapt="window", chains=4,
                       draws=1000, warmup=500, seed=seed, progress=False)
-    assert_moments(_draws(r), post.meta["mean"], np.diag(post.meta["cov"]), label=f"seed {seed}")
+    assert_moments(_draws(r), post.mean, np.diag(post.cov), label=f"seed {seed}")
     x = _draws(r).reshape(-1, 2)
     assert abs(np.corrcoef(x.T)[0, 1] - 0.99) < 0.01
     assert r.totals["divergences"] == 0
@@ -127,10 +127,10 @@ def test_window_nuts_dense_metric_learns_covariance(tmp_path):
     post = mvn("corr-4d", [1.0, -1.0, 0.0, 2.0], cov)
     r = bomcmc.sample(post, sampler="nuts", adapt="window", dense_mass=True, chains=4,
                       draws=1000, warmup=500, seed=0, progress=False, out=tmp_path / "run")
-    assert_moments(_draws(r), post.meta["mean"], np.diag(cov), label="dense")
+    assert_moments(_draws(r), post.mean, np.diag(cov), label="dense")
     assert r.totals["divergences"] == 0
     last = list(DiskStore(tmp_path / "run").chunks())[-1]
-    for inv_mass in last["knobs.inverse_mass_matrix"]:  # each chain's learned M⁻¹ ≈ cov:
+    for inv_mass in last.knobs["inverse_mass_matrix"]:  # each chain's learned M⁻¹ ≈ cov:
         whitened = np.linalg.eigvals(np.linalg.solve(inv_mass, cov)).real  # of M·Σ
         assert np.all((whitened > 0.4) & (whitened < 2.5)), whitened
     # the whitened target is isotropic, so trees are short

@@ -132,6 +132,6 @@ def test_async_illconditioned_100d_after_window_warmup(seed):
     post = models.get("gauss-100-illcond")
     r = bomcmc.sample(posterior="gauss-100-illcond", sampler="nuts_async", chains=4,
                       draws=1000, warmup=1000, seed=seed, progress=False)
-    assert_moments(np.asarray(r.idata.posterior["x"]), post.meta["mean"],
-                   np.diag(post.meta["cov"]), label=f"seed {seed}")
+    assert_moments(np.asarray(r.idata.posterior["x"]), post.mean,
+                   np.diag(post.cov), label=f"seed {seed}")
     assert r.totals["divergences"] == 0

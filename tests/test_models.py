@@ -56,12 +56,12 @@ def test_gaussian_builtins_match_their_covariance():
     for name in ("gauss-2d-corr", "gauss-2d-corr-wide", "gauss-100-illcond", "gauss-iid-7"):
         post = models.get(name)
         flat = flatten(post)
-        cov = post.meta["cov"]
+        cov = post.cov
         x = np.linspace(-0.5, 0.5, cov.shape[0])
         expected = -0.5 * x @ np.linalg.solve(cov, x)
         assert float(flat.logdensity_fn(jnp.asarray(x))) == pytest.approx(expected, rel=1e-10)
-    assert models.get("gauss-2d-corr-wide").meta["cov"][0, 0] == 2.0
-    sd = np.sqrt(np.diag(models.get("gauss-100-illcond").meta["cov"]))
+    assert models.get("gauss-2d-corr-wide").cov[0, 0] == 2.0
+    sd = np.sqrt(np.diag(models.get("gauss-100-illcond").cov))
     assert sd.min() == pytest.approx(0.01) and sd.max() == pytest.approx(1.0)
 
 
@@ -77,7 +77,7 @@ def test_synthetic_logistic_family_adds_rows_without_changing_the_first():
     of a larger N are a smaller N's, so its log likelihood at any β is the smaller one's
     plus the new rows' terms; the gradient matches central differences."""
     small, large = models.get("logistic-synthetic-50"), models.get("logistic-synthetic-80")
-    assert models.is_builtin("logistic-synthetic-80") and large.meta["n"] == 80
+    assert models.is_builtin("logistic-synthetic-80") and large.facts.n == 80
     beta = {"beta": jnp.linspace(-0.5, 0.5, 20, dtype=jnp.float64)}
     prior = -0.5 * float(jnp.sum(beta["beta"] ** 2)) / 100.0
     lik_small = float(small.logdensity_fn(beta)) - prior

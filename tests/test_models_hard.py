@@ -29,7 +29,7 @@ NUTS_PASSES = ["regression-year", "regression-correlated", "ridge-2d"]
 
 
 def exact_reference(post) -> dict:
-    mean, cov = np.asarray(post.meta["mean"]), np.asarray(post.meta["cov"])
+    mean, cov = np.asarray(post.mean), np.asarray(post.cov)
     key = next(iter(post.init_position)) if isinstance(post.init_position, dict) else "x"
     return {f"{key}[{i + 1}]": {"mean": float(mean[i]), "sd": float(np.sqrt(cov[i, i])),
                                 "mcse_mean": 0.0} for i in range(mean.size)}
@@ -71,8 +71,8 @@ def test_exact_moments_match_a_direct_computation():
     """regression-year's exact moments are the conjugate formulas' (checked against a
     least-squares fit: with a flat-ish prior the mean is the OLS estimate)."""
     post = models.get("regression-year")
-    cov = post.meta["cov"]
+    cov = post.cov
     corr = cov[0, 1] / np.sqrt(cov[0, 0] * cov[1, 1])
     assert corr < -0.999
     post2 = models.get("gauss-100-corr")
-    np.testing.assert_allclose(np.diag(post2.meta["cov"]), 1.0)
+    np.testing.assert_allclose(np.diag(post2.cov), 1.0)

@@ -40,12 +40,12 @@ def test_the_data_were_generated_with_unit_square_distances():
 
 def test_log_density_matches_a_direct_computation_in_x_up_to_a_constant():
     post = lgcp.log_gaussian_cox(6)
-    Q, y = post.meta["eigenvectors"], post.meta["counts"].ravel()
+    Q, y = post.facts.eigenvectors, post.facts.counts.ravel()
     cov = lgcp.covariance(6)
     rng = np.random.default_rng(0)
     diffs = []
     for _ in range(3):
-        v = rng.normal(size=36) * np.sqrt(post.meta["eigenvalues"])
+        v = rng.normal(size=36) * np.sqrt(post.facts.eigenvalues)
         x = lgcp.MEAN + Q @ v
         direct = (stats.multivariate_normal.logpdf(x, np.full(36, lgcp.MEAN), cov)
                   + stats.poisson.logpmf(y, np.exp(x) / 36).sum())
@@ -58,7 +58,7 @@ def test_log_density_matches_a_direct_computation_in_x_up_to_a_constant():
 def test_gradient_matches_finite_differences():
     post = lgcp.log_gaussian_cox(7)
     rng = np.random.default_rng(1)
-    v = jnp.asarray(rng.normal(size=49) * np.sqrt(post.meta["eigenvalues"]))
+    v = jnp.asarray(rng.normal(size=49) * np.sqrt(post.facts.eigenvalues))
     grad = jax.grad(lambda u: post.logdensity_fn({"v": u}))(v)
     h = 1e-6
     for k in (0, 20, 48):
@@ -72,8 +72,8 @@ def test_the_metric_is_girolami_and_calderheads_in_the_eigenbasis():
     post = lgcp.log_gaussian_cox(5)
     cov = lgcp.covariance(5)
     dense = np.linalg.inv(cov) + np.diag(np.exp(lgcp.MEAN + np.diag(cov)) / 25)
-    Q = post.meta["eigenvectors"]
-    np.testing.assert_allclose(Q.T @ dense @ Q, np.diag(post.meta["metric_fn"]), atol=1e-8)
+    Q = post.facts.eigenvectors
+    np.testing.assert_allclose(Q.T @ dense @ Q, np.diag(post.metric_fn), atol=1e-8)
 
 
 @pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")  # 20 draws: short on purpose
@@ -83,13 +83,13 @@ def test_rmhmc_is_hmc_with_the_metrics_diagonal_mass():
                float64=True, step_size=0.3, steps=5)
     a = bomcmc.sample(sampler="rmhmc", **run)
     b = bomcmc.sample(sampler="hmc", random_steps=True,
-                      inverse_mass_matrix=1.0 / np.asarray(post.meta["metric_fn"]), **run)
+                      inverse_mass_matrix=1.0 / np.asarray(post.metric_fn), **run)
     np.testing.assert_array_equal(np.asarray(a.idata.posterior["x"]),
                                   np.asarray(b.idata.posterior["x"]))
 
 
 def test_the_family_and_its_limits():
     assert models.is_builtin("lgcp-64") and models.is_builtin("lgcp-12")
-    assert models.get("lgcp-3").meta["n"] == 3
+    assert models.get("lgcp-3").facts.n == 3
     with pytest.raises(BomcmcError, match="between 2 and"):
         models.get("lgcp-500")

@@ -307,7 +307,7 @@ def test_model_file_rules(tmp_path):
     (tmp_path / "my_model.py").write_text(MODEL_FILE)
     ld = model_file.load(f"{tmp_path / 'more.py'}:logdensity")
     assert ld.name == "file:logdensity" and np.shape(ld.init_position["a"]) == (3,)
-    assert ld.meta["model_file"] == f"{tmp_path / 'more.py'}:logdensity"
+    assert ld.model_file == f"{tmp_path / 'more.py'}:logdensity"
     assert model_file.load(f"{tmp_path / 'more.py'}:post").name == "mine"
     nm = model_file.load(f"{tmp_path / 'my_model.py'}:model")
     assert nm.name == "numpyro:bounded_model" and set(nm.init_position) == {"theta"}

@@ -62,7 +62,7 @@ def _starts(name, n, seed=0):
 @pytest.mark.parametrize("name", NAMES)
 def test_builds_and_finite_at_initializer_draws(name):
     flat = _flat(name)
-    assert flat.dim == flat.source.meta["dim"]
+    assert flat.dim == flat.source.facts.dim
     starts = _starts(name, 8)
     assert np.all(np.abs(starts) <= 2.0) and np.ptp(starts, axis=0).min() > 0
     vg = jax.jit(jax.vmap(jax.value_and_grad(flat.logdensity_fn)))

@@ -66,7 +66,7 @@ def test_gradient_matches_finite_differences():
 
 def test_the_built_in_is_registered_with_its_truth():
     post = models.get("sv-2000")
-    assert post.meta["true_x"].shape == (2000,)
-    assert post.meta["T"] == 2000 and post.meta["truth"] == {"beta": 0.65, "sigma": 0.15,
+    assert post.facts.true_x.shape == (2000,)
+    assert post.facts.T == 2000 and post.facts.truth == {"beta": 0.65, "sigma": 0.15,
                                                              "phi": 0.98}
     assert "sv-2000" in models.describe()

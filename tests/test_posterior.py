@@ -89,3 +89,42 @@ def test_variable_names_from_pytree():
     split = f.split(np.arange(14.0).reshape(2, 7))
     assert split["a"].shape == (2, 2, 3) and split["b"].shape == (2,)
     np.testing.assert_array_equal(split["b"], [6.0, 13.0])
+
+
+def test_what_a_posterior_knows_is_in_typed_fields():
+    """Exact moments, the Riemannian metric, the blocks, the spin model and the facts of a
+    built-in are fields of Posterior, not keys of a dict."""
+    from bomcmc import models
+    from bomcmc.models.log_gaussian_cox import LGCPFacts
+    from bomcmc.models.stochastic_volatility import stochastic_volatility
+    from bomcmc.posterior import RMHMCBlocks
+
+    g = models.get("gauss-2d-corr")
+    assert g.cov.shape == (2, 2) and g.mean.shape == (2,) and g.metric_fn is None
+    lgcp = models.get("lgcp-3")
+    assert isinstance(lgcp.facts, LGCPFacts) and lgcp.facts.n == 3
+    assert np.shape(lgcp.metric_fn) == (9,)
+    sv = stochastic_volatility(20)
+    assert isinstance(sv.rmhmc_blocks, RMHMCBlocks) and sv.rmhmc_blocks.latent == (3, 23)
+    assert models.get("ising-4x4").spin_model is not None and g.spin_model is None
+
+
+def test_meta_of_earlier_code_sets_the_fields_or_is_one_line_error():
+    blocks = {"latent": (0, 1), "parameters": (1, 2), "latent_metric": None,
+              "parameter_metric": None}
+    p = Posterior(gauss, jnp.zeros(2), meta={"mean": np.zeros(2), "cov": np.eye(2),
+                                             "metric_fn": np.ones(2), "rmhmc_blocks": blocks,
+                                             "model_file": "m.py:f"})
+    assert p.model_file == "m.py:f" and p.cov.shape == (2, 2) and p.rmhmc_blocks.latent == (0, 1)
+    assert flatten(p).source.metric_fn is p.metric_fn  # kept through dataclasses.replace
+    with pytest.raises(BomcmcError, match=r"meta key\(s\) 'truth' unknown .*metric_fn") as e:
+        Posterior(gauss, jnp.zeros(2), meta={"truth": 1})
+    assert "\n" not in str(e.value)
+
+
+def test_a_metric_sampler_takes_the_metric_field():
+    r = run(Posterior(gauss, jnp.zeros(2), metric_fn=np.ones(2)), sampler="rmhmc",
+            step_size=0.5, steps=3)
+    assert r.idata.posterior["x"].shape == (1, 5, 2)
+    with pytest.raises(BomcmcError, match="needs a Riemannian metric.*metric_fn=G"):
+        run(gauss, jnp.zeros(2), sampler="rmhmc")

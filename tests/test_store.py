@@ -7,12 +7,33 @@ import numpy as np
 import pytest
 
 from bomcmc import BomcmcError
-from bomcmc.store import (DiskStore, MemoryStore, atomic_write, atomic_write_json,
-                          atomic_write_text, read_json)
+from bomcmc.store import (ChunkRecord, DiskStore, MemoryStore, atomic_write, atomic_write_json,
+                          atomic_write_text, read_json, to_flat)
 
 
 def _record(i):
-    return {"index": np.asarray(i), "positions": np.full((2, 3, 1), float(i))}
+    return ChunkRecord(
+        index=i, phase=0, start_iter=3 * i, n_draws=3, thin=1, wall_s=0.5, tuner_s=0.25,
+        positions=np.full((2, 3, 1), float(i)), lp=np.full((2, 3), -float(i)),
+        tuner_state={"i": i, "gp": {"X": [[0.1, 2.0]]}}, tuner_history=[{"i": i, "r": None}],
+        info={"n_grad": np.ones((2, 3), np.int32), "diverging": np.zeros((2, 3), bool)},
+        state={"position": np.zeros((2, 1))}, knobs={"step_size": np.full(2, 0.1)},
+        next_knobs={"step_size": np.full(2, 0.2)}, adapt={}, tuner_grads=7,
+        start_grads=5 if i == 0 else 0)
+
+
+def _assert_same(a: ChunkRecord, b: ChunkRecord):
+    assert a._fields == b._fields
+    for f, x, y in zip(a._fields, a, b):
+        if isinstance(x, dict) and f not in ("tuner_state",):
+            assert list(x) == list(y), f
+            for k in x:
+                np.testing.assert_array_equal(x[k], y[k])
+                assert np.asarray(x[k]).dtype == np.asarray(y[k]).dtype, f"{f}.{k}"
+        elif isinstance(x, np.ndarray):
+            np.testing.assert_array_equal(x, y)
+        else:
+            assert x == y and type(x) is type(y), f
 
 
 def test_chunks_round_trip_in_order(tmp_path):
@@ -22,9 +43,34 @@ def test_chunks_round_trip_in_order(tmp_path):
     for i in range(3):
         store.write_chunk(i, _record(i))
     got = list(store.chunks())
-    assert [int(r["index"]) for r in got] == [0, 1, 2]
-    np.testing.assert_array_equal(store.last_chunk()["positions"], _record(2)["positions"])
+    assert [r.index for r in got] == [0, 1, 2]
+    for i, rec in enumerate(got):  # typed fields, as written: scalars, arrays, JSON, groups
+        _assert_same(rec, _record(i))
+    _assert_same(store.last_chunk(), _record(2))
     assert not store.is_complete()
+
+
+def test_chunk_files_of_earlier_versions_still_read(tmp_path):
+    """A run directory written before the tuner was timed (no tuner_s), before the tuner's
+    and the start's gradients were counted and before the tuner's history was kept per
+    chunk: its chunks read with those fields at zero, so an old run resumes."""
+    store = DiskStore(tmp_path / "run")
+    store.create({})
+    flat = to_flat(_record(0))
+    for k in ("tuner_s", "tuner_grads", "start_grads", "tuner_history"):
+        del flat[k]
+    np.savez(store.chunk_dir / "000000.npz", **flat)
+    rec = store.last_chunk()
+    assert (rec.tuner_s, rec.tuner_grads, rec.start_grads, rec.tuner_history) == (0.0, 0, 0, [])
+    assert rec.knobs["step_size"][0] == 0.1 and rec.tuner_state["i"] == 0
+
+
+def test_a_file_that_is_no_chunk_is_reported(tmp_path):
+    store = DiskStore(tmp_path / "run")
+    store.create({})
+    np.savez(store.chunk_dir / "000000.npz", index=np.asarray(0))
+    with pytest.raises(BomcmcError, match="not a chunk .*positions"):
+        store.last_chunk()
 
 
 def test_a_missing_chunk_is_reported(tmp_path):
@@ -42,7 +88,7 @@ def test_memory_store_keeps_chunks():
     assert store.last_chunk() is None and store.path is None
     store.write_chunk(0, _record(0))
     store.write_chunk(1, _record(1))
-    assert store.num_chunks() == 2 and int(store.last_chunk()["index"]) == 1
+    assert store.num_chunks() == 2 and store.last_chunk().index == 1
 
 
 def test_files_follow_the_umask(tmp_path):

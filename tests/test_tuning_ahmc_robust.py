@@ -47,7 +47,7 @@ def test_laplace_metric_starts_dense_on_a_ridge():
 
     state = json.loads(res.idata.tuning.attrs["tuner_state"])
     assert state["metric_kind"] == "dense" and state["dense_knob"]
-    cov = post.meta["cov"]
+    cov = post.cov
     assert cov[0, 1] / np.sqrt(cov[0, 0] * cov[1, 1]) < -0.999
 
 

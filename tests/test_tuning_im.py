@@ -123,7 +123,7 @@ def test_bandit_keeps_adapting_within_the_box():
 
 def test_uniform_and_expert_policies():
     post = bomcmc.models.get("spinglass-9x9x9")
-    model = post.meta["model"]
+    model = post.spin_model
     unif = bomcmc.registry.get("im_unif", post).kernel.make_knobs(model.n)
     assert unif.k.shape == (50 * 100,) and sorted(set(unif.k.tolist())) == list(range(1, 51))
     assert unif.gamma.min() == 0.0 and unif.gamma.max() == pytest.approx(1.6)

@@ -189,7 +189,7 @@ def test_two_phase_moments_on_the_correlated_gaussian(seed):
     post = models.get("gauss-2d-corr")
     res = bomcmc.sample(posterior="gauss-2d-corr", warmup=500, draws=1000, seed=seed, **SHARED)
     x = np.asarray(res.idata.posterior["x"])
-    assert_moments(x, post.meta["mean"], np.diag(post.meta["cov"]), label=f"two_phase seed {seed}")
+    assert_moments(x, post.mean, np.diag(post.cov), label=f"two_phase seed {seed}")
     assert abs(np.corrcoef(x.reshape(-1, 2).T)[0, 1] - 0.99) < 0.01
     # the sampling phase ran the policy: slots drawn at random, the settings the policy's
     policy = policy_from_idata(res)

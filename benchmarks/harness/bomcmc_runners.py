@@ -119,17 +119,15 @@ RUNNERS = {"bomcmc-hmc": run_bomcmc, "bomcmc-nuts": run_bomcmc_nuts,
 
 def reference_moments(name: str, post, flat, args) -> dict | None:
     """The reference each run's posterior means are checked against: the posterior's exact
-    mean (and covariance) when bomcmc ships them (`Posterior.meta["mean"]`, e.g. the
+    mean (and covariance) when bomcmc ships them (`Posterior.mean`, `.cov`, e.g. the
     Gaussians), else the means and MCSEs of one long bomcmc NUTS run (`--reference-draws`
     per chain, `--reference-chains` chains, 1000 warm-up, seed 10 000 + `--seed`, so other
     draws than any benchmarked run); None with --reference-draws 0."""
-    meta = getattr(post, "meta", None) or {}
-    mean = meta.get("mean")
+    mean, cov = post.mean, post.cov
     if mean is not None and np.size(mean) == flat.dim:
-        cov = meta.get("cov")
         sd = np.sqrt(np.diag(np.asarray(cov))) if cov is not None else None
         return {"mean": np.asarray(mean, float).ravel(), "mcse": np.zeros(flat.dim),
-                "sd": sd, "source": "exact moments (Posterior.meta)"}
+                "sd": sd, "source": "exact moments (Posterior.mean, .cov)"}
     if args.reference_draws <= 0:
         return None
     import bomcmc

@@ -11,7 +11,7 @@ one-line `BomcmcError` and never a deep JAX traceback.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +26,21 @@ INIT_RADIUS = 2.0  # uniform(−2, 2) on the unconstrained scale: Stan's and Num
 INIT_STRATEGIES = ("uniform", "init")
 
 
+class RMHMCBlocks(NamedTuple):
+    """A posterior's blocks for Girolami & Calderhead's (2011 §9) blocked RMHMC: the flat
+    vector's [start, stop) of the latent block and of the parameter block, and their metrics
+    (`kernels/blocked_rmhmc.py` gives their signatures)."""
+
+    latent: tuple[int, int]
+    parameters: tuple[int, int]
+    latent_metric: Callable
+    parameter_metric: Callable
+
+
+# meta={...}, the dict this class once carried, as its fields (`Posterior.__post_init__`)
+META_KEYS = ("mean", "cov", "metric_fn", "rmhmc_blocks", "model_file")
+
+
 @dataclasses.dataclass(frozen=True)
 class Posterior:
     """A log density over a pytree and an initial position.
@@ -38,7 +53,9 @@ class Posterior:
         initializer: optional `key -> position` drawing a dispersed start for each chain
             (built-ins use Stan's uniform(-2, 2) on the unconstrained scale or similar).
         description: one line for `bomcmc posteriors`.
-        meta: known facts used by tests and experiments, e.g. {"mean": ..., "cov": ...}.
+        meta: accepted for earlier code only: its keys set the fields of the same names
+            below (mean, cov, metric_fn, rmhmc_blocks, model_file); any other key is an
+            error. Not kept.
         constrain: optional `position -> {name: array}` mapping an unconstrained draw to the
             quantities users read (constrained parameters, Stan's reported names). When given,
             the InferenceData's `posterior` group holds these and `unconstrained_posterior`
@@ -51,6 +68,21 @@ class Posterior:
             `az.loo` and `az.waic`.
         observed_data: optional `{site: array}`, the observed values; the InferenceData's
             `observed_data` group.
+        mean, cov: the exact mean and covariance of the flat vector, where they are known
+            (the Gaussians, the conjugate models of `models/hard.py`): tests and benchmarks
+            measure errors against them.
+        metric_fn: a Riemannian metric G(θ) of the flat vector for `rmhmc`/`armhmc`
+            (Girolami & Calderhead 2011): a callable, or a constant (D, D) or (D,) array.
+        rmhmc_blocks: the latent and parameter blocks with their metrics for the blocked
+            RMHMC (`RMHMCBlocks`; the stochastic volatility model has them).
+        spin_model: the spin system (`models.spins.SpinModel`) whose samplers (`im`,
+            `kawasaki`, ...) are built for it; None for every other posterior.
+        model_file: `FILE.py:NAME` of a model loaded from a file (`models.model_file`),
+            recorded in config.json so that a resume loads it again.
+        facts: what a built-in model knows beyond its density, as the model's own NamedTuple
+            (the simulated truth, the data's eigenbasis: `log_gaussian_cox.LGCPFacts`,
+            `stochastic_volatility.SVFacts`, ...), for tests and experiments; the library
+            never reads it.
     """
 
     logdensity_fn: Callable[[PyTree], jax.Array]
@@ -58,11 +90,31 @@ class Posterior:
     name: str = "custom"
     initializer: Callable[[jax.Array], PyTree] | None = None
     description: str = ""
-    meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    meta: dataclasses.InitVar[Mapping[str, Any] | None] = None
     constrain: Callable[[PyTree], dict] | None = None
     chain_inits: PyTree | None = None
     log_likelihood_fn: Callable[[PyTree], dict] | None = None
     observed_data: Mapping[str, Any] | None = None
+    mean: np.ndarray | None = None
+    cov: np.ndarray | None = None
+    metric_fn: Callable[[jax.Array], jax.Array] | np.ndarray | None = None
+    rmhmc_blocks: RMHMCBlocks | None = None
+    spin_model: Any = None
+    model_file: str | None = None
+    facts: NamedTuple | None = None
+
+    def __post_init__(self, meta: Mapping[str, Any] | None) -> None:
+        """Map an earlier caller's meta={...} onto the fields (`META_KEYS`)."""
+        if not meta:
+            return
+        unknown = sorted(set(meta) - set(META_KEYS))
+        if unknown:
+            raise BomcmcError(f"Posterior: meta key(s) {', '.join(map(repr, unknown))} unknown "
+                              f"(meta's keys are now fields: {', '.join(META_KEYS)})")
+        for key, value in meta.items():
+            if key == "rmhmc_blocks" and isinstance(value, Mapping):
+                value = RMHMCBlocks(**value)
+            object.__setattr__(self, key, value)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,10 +27,10 @@ posterior's model when a run starts (`Sampler.build`):
     im_bandit    IM tuned by adaptive HMC's GP bandit over (γ, k), adapting forever
     kawasaki     Kawasaki dynamics (IM with k = 1, γ = 0)
 
-and for posteriors that carry a Riemannian metric (`Posterior.meta["metric_fn"]`, the flat
+and for posteriors that carry a Riemannian metric (`Posterior.metric_fn`, the flat
 vector's G(θ), a callable or a constant (D, D) or (D,) array: the logistic regressions have
 the Fisher metric, `lgcp-*` a constant diagonal one), or a blocked one
-(`meta["rmhmc_blocks"]`: latent and parameter blocks with their metrics, as `sv-*`):
+(`Posterior.rmhmc_blocks`: latent and parameter blocks with their metrics, as `sv-*`):
 
     rmhmc        Riemann-manifold HMC, the generalised leapfrog (Girolami & Calderhead 2011);
                  for blocks, their Gibbs sweep (`kernels/blocked_rmhmc.py`)
@@ -123,11 +123,10 @@ IM_BAYESOPT_OPTIONS = IM_TUNER_OPTIONS + ("bo_steps", "policy_size", "temperatur
 
 
 def spin_model(posterior, sampler: str):
-    """The SpinModel behind a posterior, or a one-line error naming the sampler."""
-    from .models.spins import SpinModel
-
-    model = (getattr(posterior, "meta", None) or {}).get("model")
-    if not isinstance(model, SpinModel):
+    """The SpinModel behind a posterior (its `spin_model`), or a one-line error naming the
+    sampler."""
+    model = posterior.spin_model
+    if model is None:
         name = getattr(posterior, "name", "this posterior")
         raise BomcmcError(f"sampler '{sampler}' samples spin models (ising-LxL, "
                           f"spinglass-LxLxL, rbm-digits-H, or SpinModel.posterior()); "
@@ -214,20 +213,20 @@ ARMHMC_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "acquisition", "schedu
 
 def _rmhmc_kernel(posterior, sampler: str) -> Kernel:
     """The posterior's blocked RMHMC if it has blocks, else RMHMC on its metric."""
-    blocks = (getattr(posterior, "meta", None) or {}).get("rmhmc_blocks")
+    blocks = posterior.rmhmc_blocks
     if blocks is not None:
         return blocked_rmhmc.blocked_rmhmc_kernel(
-            blocks["latent"], blocks["parameters"], blocks["latent_metric"],
-            blocks["parameter_metric"], name=sampler)
+            blocks.latent, blocks.parameters, blocks.latent_metric, blocks.parameter_metric,
+            name=sampler)
     return rmhmc.kernel_for_metric(_metric(posterior, sampler), name=sampler)
 
 
 def _metric(posterior, sampler: str):
-    metric_fn = (getattr(posterior, "meta", None) or {}).get("metric_fn")
+    metric_fn = posterior.metric_fn
     if metric_fn is None:
         name = getattr(posterior, "name", "this posterior")
         raise BomcmcError(f"sampler '{sampler}' needs a Riemannian metric: '{name}' has none "
-                          "(give it as Posterior(..., meta={'metric_fn': G}), G(θ) of the flat "
+                          "(give it as Posterior(..., metric_fn=G), G(θ) of the flat "
                           "vector; the logistic-*, lgcp-* and sv-* posteriors have one)")
     return metric_fn
 

@@ -11,6 +11,11 @@ Every file is written to a temporary name, flushed to disk and renamed into plac
 killed at any instant leaves either a whole chunk or no chunk, never half of one, and never an
 `idata.nc` that looks complete. `MemoryStore` keeps the same records in a list for runs
 without an output directory.
+
+A chunk travels as a `ChunkRecord` between the host loop that makes it, the store and the
+assembly that reads it back; only the store converts it to and from the flat keys of a chunk
+file (`index`, ..., `info.FIELD`, `state.FIELD`, `knobs.FIELD`, `next_knobs.FIELD`,
+`adapt.FIELD`; the tuner's state and history as JSON text).
 """
 
 from __future__ import annotations
@@ -21,13 +26,94 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
 from .errors import BomcmcError
 
 CHUNK_RE = re.compile(r"^(\d{6})\.npz$")
+
+
+class ChunkRecord(NamedTuple):
+    """One finished chunk: what the host loop hands the store and assembly reads back.
+
+    Attributes:
+        index: the chunk's number in the run (0, 1, ...).
+        phase: `tuning.base.WARMUP` or `SAMPLING`.
+        start_iter: the run's transition index at the chunk's start.
+        n_draws: draws kept (each the last of `thin` transitions).
+        thin: transitions per kept draw.
+        wall_s: seconds of the chunk, the tuner's host work included.
+        tuner_s: seconds of that host work alone.
+        positions: (chains, n_draws, dim) draws on the flat vector.
+        lp: (chains, n_draws) their log densities.
+        tuner_state: the tuner's `state_dict(history=False)` after the chunk (JSON-able).
+        tuner_history: the tuner's history entries of this chunk.
+        info: the kernel's info fields, each (chains, n_draws, ...).
+        state: the chains' kernel state at the chunk's end, one array per field.
+        knobs: the knobs the chunk ran with.
+        next_knobs: the knobs the tuner chose for the next chunk.
+        adapt: the warm-up adapter's state at the chunk's end ({} without an adapter).
+        tuner_grads: gradients the tuner spent itself (warm-up work, whatever the phase).
+        start_grads: gradients of the kernel's start (chunk 0 only; else 0).
+    """
+
+    index: int
+    phase: int
+    start_iter: int
+    n_draws: int
+    thin: int
+    wall_s: float
+    tuner_s: float
+    positions: np.ndarray
+    lp: np.ndarray
+    tuner_state: dict
+    tuner_history: list
+    info: dict[str, np.ndarray]
+    state: dict[str, np.ndarray]
+    knobs: dict[str, np.ndarray]
+    next_knobs: dict[str, np.ndarray]
+    adapt: dict[str, np.ndarray]
+    tuner_grads: int = 0
+    start_grads: int = 0
+
+
+_SCALARS = {"index": int, "phase": int, "start_iter": int, "n_draws": int, "thin": int,
+            "wall_s": float, "tuner_s": float, "tuner_grads": int, "start_grads": int}
+_GROUPS = ("info", "state", "knobs", "next_knobs", "adapt")
+# keys that chunk files written by earlier versions may lack, and their values then
+_OPTIONAL = {"tuner_s": 0.0, "tuner_grads": 0, "start_grads": 0, "tuner_history": "[]"}
+
+
+def to_flat(record: ChunkRecord) -> dict[str, np.ndarray]:
+    """The record as the flat arrays of a chunk file."""
+    fields = record._asdict()
+    flat = {k: np.asarray(fields[k]) for k in _SCALARS}
+    flat["positions"], flat["lp"] = np.asarray(record.positions), np.asarray(record.lp)
+    flat["tuner_state"] = np.asarray(json.dumps(record.tuner_state))
+    flat["tuner_history"] = np.asarray(json.dumps(record.tuner_history))
+    for group in _GROUPS:
+        for f, v in fields[group].items():
+            flat[f"{group}.{f}"] = np.asarray(v)
+    return flat
+
+
+def from_flat(flat: dict[str, np.ndarray], where: str) -> ChunkRecord:
+    """The record of a chunk file's arrays (files of earlier versions too: `_OPTIONAL`)."""
+    flat = {**_OPTIONAL, **flat}
+    missing = [k for k in ChunkRecord._fields if k not in flat and k not in _GROUPS]
+    if missing:
+        raise BomcmcError(f"{where}: not a chunk (lacks {', '.join(missing)})")
+    groups = {g: {k[len(g) + 1:]: v for k, v in flat.items() if k.startswith(g + ".")}
+              for g in _GROUPS}
+    return ChunkRecord(
+        **{k: cast(flat[k]) for k, cast in _SCALARS.items()},
+        positions=flat["positions"], lp=flat["lp"],
+        tuner_state=json.loads(str(flat["tuner_state"])),
+        tuner_history=json.loads(str(flat["tuner_history"])),
+        **groups,
+    )
 
 
 def _umask() -> int:
@@ -85,20 +171,20 @@ class MemoryStore:
     """Chunks kept in memory (no output directory)."""
 
     def __init__(self) -> None:
-        self._chunks: list[dict[str, np.ndarray]] = []
+        self._chunks: list[ChunkRecord] = []
         self.path = None
 
-    def write_chunk(self, index: int, record: dict[str, np.ndarray]) -> None:
+    def write_chunk(self, index: int, record: ChunkRecord) -> None:
         assert index == len(self._chunks)
         self._chunks.append(record)
 
-    def chunks(self) -> Iterator[dict[str, np.ndarray]]:
+    def chunks(self) -> Iterator[ChunkRecord]:
         yield from self._chunks
 
     def num_chunks(self) -> int:
         return len(self._chunks)
 
-    def last_chunk(self) -> dict[str, np.ndarray] | None:
+    def last_chunk(self) -> ChunkRecord | None:
         return self._chunks[-1] if self._chunks else None
 
 
@@ -161,23 +247,24 @@ class DiskStore:
     def num_chunks(self) -> int:
         return len(self._chunk_files())
 
-    def write_chunk(self, index: int, record: dict[str, np.ndarray]) -> None:
+    def write_chunk(self, index: int, record: ChunkRecord) -> None:
         buf = io.BytesIO()
-        np.savez(buf, **record)
+        np.savez(buf, **to_flat(record))
         atomic_write_bytes(self.chunk_dir / f"{index:06d}.npz", buf.getvalue())
 
-    def _load(self, path: Path) -> dict[str, np.ndarray]:
+    def _load(self, path: Path) -> ChunkRecord:
         try:
             with np.load(path, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
+                flat = {k: z[k] for k in z.files}
         except Exception as e:  # noqa: BLE001 - any unreadable chunk is a bad file
             raise BomcmcError(f"{path}: unreadable chunk ({type(e).__name__})") from None
+        return from_flat(flat, str(path))
 
-    def chunks(self) -> Iterator[dict[str, np.ndarray]]:
+    def chunks(self) -> Iterator[ChunkRecord]:
         for p in self._chunk_files():
             yield self._load(p)
 
-    def last_chunk(self) -> dict[str, np.ndarray] | None:
+    def last_chunk(self) -> ChunkRecord | None:
         files = self._chunk_files()
         return self._load(files[-1]) if files else None
 

@@ -214,7 +214,6 @@ class CVModel:
             name=self.name,
             initializer=initializer,
             description=f"{self.folds}-fold CV of {self.base.describe()}",
-            meta={"model": self, "base_model": self.base, "folds": self.folds},
         )
 
     def __repr__(self) -> str:

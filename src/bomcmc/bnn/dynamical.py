@@ -145,7 +145,7 @@ class DynamicalB:
                          init_position=self.to_noncentred(base.init_position),
                          name=self.name, initializer=initializer,
                          description=f"Dynamical B coordinates of {self.model.describe()}",
-                         constrain=self._constrain, meta={"model": self.model})
+                         constrain=self._constrain)
 
     # -- step-size curvatures ---------------------------------------------------------------
     def weight_curvature(self, x):

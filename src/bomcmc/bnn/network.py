@@ -391,9 +391,6 @@ class BNN:
             name=self.name,
             initializer=initializer,
             description=self.describe(),
-            meta={"model": self, "n": self.n, "n_in": self.n_in, "n_out": self.n_out,
-                  "hidden": self.hidden, "prior": str(self.prior),
-                  "noise": str(self.prior.noise) if self.prior.noise else None},
         )
 
     def describe(self) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import os
 import time
 import warnings
@@ -22,7 +21,7 @@ from ..errors import BomcmcError
 from ..kernels.base import Kernel
 from ..models import model_file
 from ..posterior import Posterior, flatten
-from ..store import DiskStore, MemoryStore, read_json
+from ..store import ChunkRecord, DiskStore, MemoryStore, read_json
 from ..tuning.base import Tuner
 from .assemble import assemble, tuner_history
 from .engine import Run
@@ -163,8 +162,8 @@ def prepare(spec: RunSpec, post: Posterior, store, tuner: Tuner | None,
         run.knobs = run.tuner.initial_knobs(run.knobs)
     else:
         states, adapt_state = _restore(run, last, template, adapt_template)
-        next_iter = int(last["start_iter"]) + int(last["n_draws"]) * int(last["thin"])
-        index = int(last["index"]) + 1
+        next_iter = last.start_iter + last.n_draws * last.thin
+        index = last.index + 1
     _compile(run, states, adapt_state, progress)
     return run, states, adapt_state, next_iter, index
 
@@ -183,20 +182,19 @@ def _compile(run: Run, states, adapt_state, progress: bool) -> None:
         sys.stderr.flush()
 
 
-def _restore(run: Run, last: dict, template, adapt_template):
+def _restore(run: Run, last: ChunkRecord, template, adapt_template):
     """States, knobs, adapter and tuner as the last stored chunk left them."""
     path = run.store.path
     try:
-        states = unpack(last, "state", template)
-        run.knobs = unpack(last, "next_knobs", run.knobs)
-        adapt_state = (unpack(last, "adapt", adapt_template)
-                       if hasattr(adapt_template, "_fields") else ())
+        states = unpack(last.state, template)
+        run.knobs = unpack(last.next_knobs, run.knobs)
+        adapt_state = (unpack(last.adapt, adapt_template) if run.adapter is not None
+                       else adapt_template)
     except KeyError as e:
         raise BomcmcError(f"{path}: last chunk lacks {e}; not from this sampler") from None
     if states.position.shape != template.position.shape:
         raise BomcmcError(f"{path}: stored chains do not match the posterior's dimension")
-    state = json.loads(str(last["tuner_state"]))
-    run.tuner.load_state_dict(state, history=tuner_history(run.store))
+    run.tuner.load_state_dict(last.tuner_state, history=tuner_history(run.store))
     return states, adapt_state
 
 
@@ -300,7 +298,7 @@ def sample(
         knobs={k: jsonable(v) for k, v in knobs.items()},
         adapt=adapt, adapt_options={k: jsonable(v) for k, v in adapt_options.items()},
         tuner_options=None if tuner_options is None else json_options(tuner_options),
-        max_grad=max_grad, model=post.meta.get("model_file"),
+        max_grad=max_grad, model=post.model_file,
     )
     if chunk_size is None:  # a buffer for the whole run, within a memory cap
         dim = flatten(post, check_finite=False).dim

@@ -9,6 +9,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import BomcmcError
+from ..store import ChunkRecord
 from ..tuning.base import WARMUP
 from .engine import Run
 
@@ -23,23 +24,20 @@ def assemble(run: Run, store, wall_total: float):
     warm_wall = samp_wall = tuner_s = 0.0
     history = []
     for rec in store.chunks():
-        if "tuner_history" in rec:
-            history += json.loads(str(rec["tuner_history"]))
-        if "tuner_s" in rec:  # runs stored by bomcmc 0.1.0 before the tuner was timed lack it
-            tuner_s += float(rec["tuner_s"])
-        # the kernel's start (AHMC's mode search) is warm-up work, whatever the phase
-        warm_grad += int(rec.get("start_grads", 0))
-        # and so are the gradients a tuner spends itself (AHMC's heuristic and Hessian)
-        warm_grad += int(rec.get("tuner_grads", 0))
-        n_grad = int(rec["info.n_grad"].sum())
-        if int(rec["phase"]) == WARMUP:
+        history += rec.tuner_history
+        tuner_s += rec.tuner_s
+        # the kernel's start (AHMC's mode search) is warm-up work, whatever the phase, and so
+        # are the gradients a tuner spends itself (AHMC's heuristic and Hessian)
+        warm_grad += rec.start_grads + rec.tuner_grads
+        n_grad = int(rec.info["n_grad"].sum())
+        if rec.phase == WARMUP:
             warm_grad += n_grad
-            warm_wall += float(rec["wall_s"])
+            warm_wall += rec.wall_s
             if spec.save_warmup:
                 _collect(rec, *warm)
             continue
         samp_grad += n_grad
-        samp_wall += float(rec["wall_s"])
+        samp_wall += rec.wall_s
         _collect(rec, pos, lp, stats)
     if not pos:
         raise BomcmcError(f"the run has no sampling draws: max_grad={spec.max_grad} was "
@@ -54,7 +52,7 @@ def assemble(run: Run, store, wall_total: float):
         "compile_s": run.compile_s,
         "wall_s_total": wall_total,
         # the host tuner and its seconds between chunks, inside wall_s + wall_s_warmup
-        "tuner": getattr(run.tuner, "name", type(run.tuner).__name__),
+        "tuner": run.tuner.name,
         "tuner_s": tuner_s,
         "divergences": int(sample_stats["diverging"].sum()) if "diverging" in sample_stats else 0,
         "accept_mean": float(np.mean(sample_stats.get("acceptance_rate", np.nan))),
@@ -88,18 +86,18 @@ def assemble(run: Run, store, wall_total: float):
         idata.add_groups(unconstrained_posterior=az.dict_to_dataset(posterior, library=None))
     add_model_groups(idata, flat, positions)
     idata.posterior.attrs.update(attrs)  # group attrs survive every NetCDF round trip
-    if history:
-        add_tuning_group(idata, history, run.tuner.state_dict(history=False))
+    surface = run.tuner.surface()
+    if history or surface is not None:
+        add_tuning_group(idata, history, run.tuner.state_dict(history=False), surface)
     return idata, totals
 
 
-def _collect(rec: dict, pos: list, lp: list, stats: dict) -> None:
+def _collect(rec: ChunkRecord, pos: list, lp: list, stats: dict) -> None:
     """Append a chunk record's draws, log densities and info fields to the lists."""
-    pos.append(rec["positions"])
-    lp.append(rec["lp"])
-    for k, v in rec.items():
-        if k.startswith("info."):
-            stats.setdefault(k[5:], []).append(v)
+    pos.append(rec.positions)
+    lp.append(rec.lp)
+    for k, v in rec.info.items():
+        stats.setdefault(k, []).append(v)
 
 
 def _joined(pos: list, lp: list, stats: dict):
@@ -126,10 +124,12 @@ def add_model_groups(idata, flat, positions: np.ndarray) -> None:
         idata.add_groups(log_likelihood=az.dict_to_dataset(loglik, library=None))
 
 
-def add_tuning_group(idata, history: list[dict], state: dict) -> None:
+def add_tuning_group(idata, history: list[dict], state: dict,
+                     surface: dict | None = None) -> None:
     """The tuner's history as the InferenceData group `tuning`: one row per BO step (dim
     "step"), one variable per history key (None -> NaN; non-scalars as JSON text); the final
-    state (JSON) in its attrs."""
+    state (JSON) in its attrs; and the tuner's learned surface if it has one
+    (`Tuner.surface`, `_surface_vars`), so that plots need no tuner class."""
     import warnings
 
     import xarray as xr
@@ -149,11 +149,29 @@ def add_tuning_group(idata, history: list[dict], state: dict) -> None:
         data[k] = ("step", arr)
     ds = xr.Dataset(data, coords={"step": np.arange(len(history))},
                     attrs={"tuner": str(state.get("name", "")), "tuner_state": json.dumps(state)})
+    if surface is not None:
+        ds = ds.merge(_surface_vars(surface))
+        ds.attrs.update(surface_names=",".join(surface["names"]),
+                        surface_final=json.dumps([float(v) for v in surface["final"]]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "tuning" is not an ArviZ scheme group
         idata.add_groups(tuning=ds)
 
 
+def _surface_vars(surface: dict):
+    """The surface's variables: GP mean and sd over the grid (dims surface_y, surface_x) and
+    the points tried with their counts (dim surface_tried)."""
+    import xarray as xr
+
+    grid = ("surface_y", "surface_x")
+    tried = {f"surface_tried_{k}": ("surface_tried", np.asarray(surface[f"tried_{k}"]))
+             for k in ("x", "y", "n")}
+    return xr.Dataset({"surface_mean": (grid, np.asarray(surface["mean"], np.float64)),
+                       "surface_sd": (grid, np.asarray(surface["sd"], np.float64)), **tried},
+                      coords={"surface_x": np.asarray(surface["x"], np.float64),
+                              "surface_y": np.asarray(surface["y"], np.float64)})
+
+
 def tuner_history(store) -> list[dict]:
     """The full tuner history, from the entries every chunk record carries."""
-    return [h for rec in store.chunks() for h in json.loads(str(rec.get("tuner_history", "[]")))]
+    return [h for rec in store.chunks() for h in rec.tuner_history]

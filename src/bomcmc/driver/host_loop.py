@@ -4,45 +4,63 @@ from __future__ import annotations
 
 import json
 import time
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..store import ChunkRecord
 from ..tuning.base import SAMPLING, WARMUP
 from .engine import Run
 from .spec import RunSpec
 
 
-def record(index, phase, start_iter, n, thin, knobs, next_knobs, out, wall, tuner):
-    new_states, _, adapt_state, pos, lp, info = out
-    rec = {
-        "index": np.asarray(index), "phase": np.asarray(phase),
-        "start_iter": np.asarray(start_iter), "n_draws": np.asarray(n), "thin": np.asarray(thin),
-        "wall_s": np.asarray(wall),
+class ChunkPlan(NamedTuple):
+    """The next chunk's place in the run: its number, phase, first transition, draws kept
+    and transitions per kept draw."""
+
+    index: int
+    phase: int
+    start_iter: int
+    n_draws: int
+    thin: int
+
+
+def record(run: Run, plan: ChunkPlan, knobs, next_knobs, host, wall_s: float,
+           tuner_s: float) -> ChunkRecord:
+    """The chunk's record for the store: `host` is the chunk's output on the host, (states,
+    knobs, adapt_state, positions, lp, info); the tuner gives its state without its history
+    and this chunk's own history entries (the full history is rebuilt from the chunks,
+    `assemble.tuner_history`), both through JSON so that a record in memory equals one read
+    back from a file, and the gradients it spent itself (AHMC: Stan's heuristic, the Laplace
+    Hessian) before this chunk or in after_chunk."""
+    states, _, adapt_state, pos, lp, info = host
+    n, tuner = plan.n_draws, run.tuner
+    return ChunkRecord(
+        **plan._asdict(), wall_s=float(wall_s), tuner_s=float(tuner_s),
         # copies, not views: a view of the first n rows would keep the whole chunk buffer
         # alive for every chunk a MemoryStore holds
-        "positions": np.array(np.asarray(pos)[:, :n]), "lp": np.array(np.asarray(lp)[:, :n]),
-    }
-    # The tuner's state without its history, plus this chunk's own history entries: the full
-    # history is rebuilt from the chunks (`assemble.tuner_history`).
-    rec["tuner_state"] = np.asarray(json.dumps(tuner.state_dict(history=False)))
-    rec["tuner_history"] = np.asarray(json.dumps(tuner.chunk_history()))
-    for f, v in zip(info._fields, info):
-        rec[f"info.{f}"] = np.array(np.asarray(v)[:, :n])
-    for f, v in zip(new_states._fields, new_states):
-        rec[f"state.{f}"] = np.asarray(v)
-    for f, v in zip(knobs._fields, knobs):
-        rec[f"knobs.{f}"] = np.asarray(v)
-    for f, v in zip(next_knobs._fields, next_knobs):
-        rec[f"next_knobs.{f}"] = np.asarray(v)
-    for f, v in zip(getattr(adapt_state, "_fields", ()), adapt_state):
-        rec[f"adapt.{f}"] = np.asarray(v)
-    return rec
+        positions=np.array(np.asarray(pos)[:, :n]), lp=np.array(np.asarray(lp)[:, :n]),
+        tuner_state=json.loads(json.dumps(tuner.state_dict(history=False))),
+        tuner_history=json.loads(json.dumps(tuner.chunk_history())),
+        info={f: np.array(np.asarray(v)[:, :n]) for f, v in info._asdict().items()},
+        state=_arrays(states), knobs=_arrays(knobs), next_knobs=_arrays(next_knobs),
+        adapt=_arrays(adapt_state) if run.adapter is not None else {},
+        tuner_grads=int(tuner.take_grads()),
+        # the kernel's start (AHMC's mode search), counted once
+        start_grads=int(run.start_grads) if plan.index == 0 else 0,
+    )
 
 
-def unpack(rec: dict, prefix: str, template):
-    return type(template)(*[jnp.asarray(rec[f"{prefix}.{f}"]) for f in template._fields])
+def _arrays(tree) -> dict[str, np.ndarray]:
+    """A NamedTuple's fields as host arrays."""
+    return {f: np.asarray(v) for f, v in tree._asdict().items()}
+
+
+def unpack(fields: dict, template):
+    """A record's field group (`ChunkRecord.state`, ...) as the NamedTuple `template` is."""
+    return type(template)(*[jnp.asarray(fields[f]) for f in template._fields])
 
 
 def show_progress(progress: bool | None) -> bool:
@@ -52,25 +70,43 @@ def show_progress(progress: bool | None) -> bool:
     return bool(progress) if progress is not None else sys.stderr.isatty()
 
 
-def _progress_bar(spec: RunSpec, done: int, grads: float, enabled: bool):
-    """tqdm.auto (a widget in a notebook). With a leapfrog budget the bar counts gradients
-    per chain up to `max_grad`, since the draws are then only an upper bound."""
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
+class Progress:
+    """The progress bar (tqdm.auto: a widget in a notebook), or nothing when disabled. With a
+    leapfrog budget it counts gradients per chain up to `max_grad`, since the draws are then
+    only an upper bound; else transitions."""
 
-    if spec.max_grad:
-        return tqdm(total=spec.max_grad, initial=int(grads), unit="grad", dynamic_ncols=True,
-                    desc=f"{spec.sampler} x{spec.chains}", leave=True)
-    return tqdm(total=spec.total_iterations, initial=done, unit="it", dynamic_ncols=True,
-                desc=f"{spec.sampler} x{spec.chains}", leave=True)
+    def __init__(self, spec: RunSpec, done: int, grads: float, enabled: bool):
+        self.spec = spec
+        self.divergences = [0, 0]  # warm-up, sampling
+        self.bar = None
+        if not enabled:
+            return
+        from tqdm.auto import tqdm
+
+        total, initial, unit = ((spec.max_grad, int(grads), "grad") if spec.max_grad
+                                else (spec.total_iterations, done, "it"))
+        self.bar = tqdm(total=total, initial=initial, unit=unit, dynamic_ncols=True,
+                        desc=f"{spec.sampler} x{spec.chains}", leave=True)
+
+    def update(self, rec: ChunkRecord, grads: float) -> None:
+        """Move the bar past a finished chunk; `grads` per chain so far."""
+        if self.bar is None:
+            return
+        self.divergences[rec.phase] += int(rec.info["diverging"].sum())
+        self.bar.set_postfix_str(_postfix(rec, self.divergences), refresh=False)
+        self.bar.update(min(int(grads), self.bar.total) - self.bar.n if self.spec.max_grad
+                        else rec.n_draws * rec.thin)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
-def _postfix(phase: int, rec: dict, divergences: list[int]) -> str:
+def _postfix(rec: ChunkRecord, divergences: list[int]) -> str:
     """Phase, acceptance, divergences in warm-up / sampling, and the knobs the chunk ran with:
     ε, and the tree depth (NUTS) or the trajectory length L (HMC, adaptive samplers)."""
-    info = {k[5:]: v for k, v in rec.items() if k.startswith("info.")}
-    parts = [f"{'warmup' if phase == WARMUP else 'sampling'}",
+    info = rec.info
+    parts = [f"{'warmup' if rec.phase == WARMUP else 'sampling'}",
              f"acc={float(info['acceptance_rate'].mean()):.2f}",
              f"div={divergences[WARMUP]}/{divergences[SAMPLING]}"]
     if "step_size" in info:
@@ -106,60 +142,74 @@ def _chunk_length(spec: RunSpec, preferred, pace: float | None) -> int:
     return int(min(spec.chunk_size, max(1, spec.chunk_seconds // per_draw)))
 
 
+def _plan(spec: RunSpec, index: int, next_iter: int, limit: int) -> ChunkPlan:
+    """The next chunk: warm-up transitions one by one until the warm-up ends, then sampling
+    draws, each the last of `thin` transitions; at most `limit` draws."""
+    if next_iter < spec.warmup:
+        return ChunkPlan(index, WARMUP, next_iter, min(limit, spec.warmup - next_iter), 1)
+    done = (next_iter - spec.warmup) // spec.thin
+    return ChunkPlan(index, SAMPLING, next_iter, min(limit, spec.draws - done), spec.thin)
+
+
+def _run_and_transfer(run: Run, plan: ChunkPlan, states, knobs, adapt_state):
+    """(device output, host output, seconds): the chunk, then one device-to-host transfer of
+    its whole output, so that the tuner and the record read host arrays (numpy views of the
+    first n draws, not n-slices dispatched to JAX)."""
+    t0 = time.perf_counter()
+    out = run.run_chunk(states, knobs, adapt_state, plan.start_iter, plan.n_draws, plan.thin)
+    wall = time.perf_counter() - t0
+    return out, jax.device_get(out), wall
+
+
+def _tune(run: Run, plan: ChunkPlan, host):
+    """(next knobs, seconds): the tuner's step on the chunk's draws. Its host work (rewards,
+    GP, acquisition) counts in the chunk's seconds and is recorded apart, so that its share
+    can be reported (totals["tuner_s"])."""
+    n = plan.n_draws
+    chunk = {"phase": plan.phase, "positions": host[3][:, :n], "lp": host[4][:, :n],
+             "info": jax.tree_util.tree_map(lambda a: a[:, :n], host[5])}
+    t0 = time.perf_counter()
+    next_knobs = run.tuner.after_chunk(host[1], chunk)
+    return next_knobs, time.perf_counter() - t0
+
+
+def _chunk_grads(rec: ChunkRecord, chains: int) -> float:
+    """Gradient evaluations per chain in a chunk's transitions."""
+    return float(np.sum(rec.info["n_grad"])) / chains
+
+
+def _grads_so_far(run: Run, next_iter: int) -> float:
+    """Gradients per chain of the chunks already stored (a resumed run), for the max_grad
+    stop (a fixed leapfrog budget); 0 without a budget."""
+    if not (run.spec.max_grad and next_iter):
+        return 0.0
+    return sum(float(np.sum(rec.info["n_grad"])) for rec in run.store.chunks()) / run.spec.chains
+
+
 def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
-             progress: bool) -> None:
+            progress: bool) -> None:
+    """Run chunk after chunk from transition `next_iter` (chunk number `chunk_index`) until
+    the run has all its transitions or has spent its leapfrog budget: each chunk planned
+    (`_plan`, `_chunk_length`), run and brought to the host, handed to the tuner, recorded
+    to the store, and counted in the gradients and the progress bar."""
     spec, knobs = run.spec, run.knobs
     pace = None  # seconds per transition, measured on the last chunk
-    divergences = [0, 0]  # warm-up, sampling
-    # gradients per chain so far, for the max_grad stop (a fixed leapfrog budget)
-    grads = sum(float(np.sum(rec["info.n_grad"])) for rec in run.store.chunks()) \
-        / spec.chains if spec.max_grad and next_iter else 0.0
-    bar = _progress_bar(spec, next_iter, grads, progress)
+    grads = _grads_so_far(run, next_iter)
+    bar = Progress(spec, next_iter, grads, progress)
     try:
         while next_iter < spec.total_iterations and not (spec.max_grad
                                                           and grads >= spec.max_grad):
             limit = _chunk_length(spec, run.tuner.chunk_draws(knobs, spec.chunk_size), pace)
-            if next_iter < spec.warmup:
-                phase, thin = WARMUP, 1
-                n = min(limit, spec.warmup - next_iter)
-            else:
-                phase, thin = SAMPLING, spec.thin
-                done = (next_iter - spec.warmup) // spec.thin
-                n = min(limit, spec.draws - done)
-            t0 = time.perf_counter()
-            out = run.run_chunk(states, knobs, adapt_state, next_iter, n, thin)
-            wall = time.perf_counter() - t0
-            pace = wall / (n * thin)
-            # one device-to-host transfer of the whole output: the tuner and the record read
-            # host arrays (numpy views of the first n draws, not n-slices dispatched to JAX)
-            host = jax.device_get(out)
-            chunk_view = {"phase": phase, "positions": host[3][:, :n], "lp": host[4][:, :n],
-                          "info": jax.tree_util.tree_map(lambda a: a[:, :n], host[5])}
-            t1 = time.perf_counter()
-            next_knobs = run.tuner.after_chunk(host[1], chunk_view)
-            # the tuner's host work (rewards, GP, acquisition) counts in the chunk's seconds,
-            # and is recorded apart so that its share can be reported (totals["tuner_s"])
-            tuner_s = time.perf_counter() - t1
-            wall += tuner_s
-            rec = record(chunk_index, phase, next_iter, n, thin, knobs, next_knobs,
-                          host, wall, run.tuner)
-            rec["tuner_s"] = np.asarray(tuner_s)
-            # gradients the tuner spent itself (AHMC: Stan's heuristic, the Laplace Hessian),
-            # before this chunk or in after_chunk: warm-up work, whatever the phase
-            take = getattr(run.tuner, "take_grads", None)
-            if take is not None:
-                rec["tuner_grads"] = np.asarray(take())
-            if chunk_index == 0:  # the kernel's start (AHMC's mode search), counted once
-                rec["start_grads"] = np.asarray(run.start_grads)
-            run.store.write_chunk(chunk_index, rec)
+            plan = _plan(spec, chunk_index, next_iter, limit)
+            out, host, wall = _run_and_transfer(run, plan, states, knobs, adapt_state)
+            pace = wall / (plan.n_draws * plan.thin)
+            next_knobs, tuner_s = _tune(run, plan, host)
+            rec = record(run, plan, knobs, next_knobs, host, wall + tuner_s, tuner_s)
+            run.store.write_chunk(plan.index, rec)
             states, knobs, adapt_state = out[0], next_knobs, out[2]
-            next_iter += n * thin
+            next_iter += plan.n_draws * plan.thin
             chunk_index += 1
-            grads += float(np.sum(rec["info.n_grad"])) / spec.chains
-            if bar is not None:
-                divergences[phase] += int(rec["info.diverging"].sum())
-                bar.set_postfix_str(_postfix(phase, rec, divergences), refresh=False)
-                bar.update(min(int(grads), bar.total) - bar.n if spec.max_grad else n * thin)
+            grads += _chunk_grads(rec, spec.chains)
+            bar.update(rec, grads)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()

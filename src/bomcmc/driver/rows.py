@@ -14,7 +14,7 @@ class RowLayout:
     names the log density (no NamedTuple field can start with an underscore)."""
 
     def __init__(self, lp_struct, info_struct):
-        fields = [("_lp", lp_struct)] + list(zip(info_struct._fields, info_struct))
+        fields = [("_lp", lp_struct)] + list(info_struct._asdict().items())
         self.packed = [(f, s.dtype) for f, s in fields
                        if s.shape == () and jnp.dtype(s.dtype).itemsize <= 8]
         self.width = max(jnp.dtype(d).itemsize for _, d in self.packed)
@@ -58,12 +58,12 @@ class Buffers:
     def __init__(self, chunk_size, state, info_struct):
         self.lp_dtype = state.position.dtype  # the log density is stored in the positions' dtype
         self.layout = RowLayout(jax.ShapeDtypeStruct((), self.lp_dtype), info_struct)
-        self.own = [f for f in info_struct._fields if f not in self.layout.columns]
+        fields = info_struct._asdict()
+        self.own = [f for f in fields if f not in self.layout.columns]
         self.empty = (
             jnp.zeros((chunk_size,) + state.position.shape, state.position.dtype),
             jnp.zeros((chunk_size, len(self.layout.packed)), self.layout.dtype),
-            {f: jnp.zeros((chunk_size,) + getattr(info_struct, f).shape,
-                          getattr(info_struct, f).dtype) for f in self.own},
+            {f: jnp.zeros((chunk_size,) + fields[f].shape, fields[f].dtype) for f in self.own},
         )
 
     def write(self, bufs, i, st, info, mode=None):
@@ -71,7 +71,7 @@ class Buffers:
         i = (chains, rows) and batched st and info, chain c writes its row rows[c] of the
         (chains, chunk_size, ...) buffers (`mode="drop"`: an out-of-range row writes nothing)."""
         bpos, brow, bown = bufs
-        values = dict(zip(info._fields, info), _lp=st.logdensity.astype(self.lp_dtype))
+        values = dict(info._asdict(), _lp=st.logdensity.astype(self.lp_dtype))
         return (bpos.at[i].set(st.position, mode=mode),
                 brow.at[i].set(self.layout.pack(values), mode=mode),
                 {f: b.at[i].set(values[f], mode=mode) for f, b in bown.items()})

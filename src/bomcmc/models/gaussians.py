@@ -37,7 +37,7 @@ def mvn(name: str, mean, cov, description: str = "") -> Posterior:
         name=name,
         initializer=initializer,
         description=description or f"{d}-d Gaussian",
-        meta={"mean": mean, "cov": cov},
+        mean=mean, cov=cov,
     )
 
 
@@ -58,7 +58,7 @@ def diagonal(name: str, sd, description: str = "") -> Posterior:
         name=name,
         initializer=initializer,
         description=description,
-        meta={"mean": np.zeros(d), "cov": np.diag(sd**2)},
+        mean=np.zeros(d), cov=np.diag(sd**2),
     )
 
 

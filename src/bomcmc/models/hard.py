@@ -1,9 +1,9 @@
 """Hard posteriors with known answers: the geometry that breaks samplers tuned on easy ones.
 
 Each is simulated from a documented seed, and each Gaussian one has its exact mean and
-covariance in `meta` (a conjugate linear model with known noise), so a test needs no
-reference run. None has an initializer: chains start where a user's would, uniform(−2, 2)
-on every coordinate.
+covariance as `Posterior.mean` and `.cov` (a conjugate linear model with known noise), so a
+test needs no reference run. None has an initializer: chains start where a user's would,
+uniform(−2, 2) on every coordinate.
 
 - `regression-year`: y = α + β·year + noise for the years 1950–2019, a covariate left
   unscaled (values near 2000), so α and β correlate at about −0.9999 and a trajectory must be
@@ -46,7 +46,7 @@ def linear_regression(name: str, X, y, noise_sd: float, prior_sd, description: s
                 - 0.5 * jnp.sum((beta / jnp.asarray(prior_sd, beta.dtype)) ** 2))
 
     return Posterior(logdensity_fn=logdensity, init_position={"beta": np.zeros(X.shape[1])},
-                     name=name, description=description, meta={"mean": mean, "cov": cov})
+                     name=name, description=description, mean=mean, cov=cov)
 
 
 def regression_year() -> Posterior:
@@ -76,7 +76,7 @@ def gauss_100_corr(d: int = 100, rho: float = 0.9) -> Posterior:
         return -0.5 * x @ (jnp.asarray(prec, x.dtype) @ x)
 
     return Posterior(logdensity_fn=logdensity, init_position=np.zeros(d),
-                     name="gauss-100-corr", meta={"mean": np.zeros(d), "cov": cov},
+                     name="gauss-100-corr", mean=np.zeros(d), cov=cov,
                      description=f"{d}-d Gaussian, unit variances, every correlation {rho}")
 
 
@@ -95,5 +95,5 @@ def funnel(d: int = 10) -> Posterior:
 
     return Posterior(logdensity_fn=logdensity,
                      init_position={"v": np.zeros(()), "x": np.zeros(d - 1)},
-                     name=f"funnel-{d}", description=f"Neal's funnel in {d} dimensions",
-                     meta={"v_mean": 0.0, "v_sd": 3.0})
+                     name=f"funnel-{d}",
+                     description=f"Neal's funnel in {d} dimensions (v ~ N(0, 3²) exactly)")

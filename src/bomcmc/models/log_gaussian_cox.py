@@ -24,6 +24,8 @@ torus, so FFTs cannot apply Σ^{±1/2} exactly (docs/rmhmc.md has the measuremen
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,6 +39,19 @@ BETA = 1.0 / 33.0
 MEAN = float(np.log(126.0) - SIGMA2 / 2.0)
 DATA_SIDE = 64  # the side of Girolami & Calderhead's data set
 MAX_SIDE = 80  # Σ is diagonalised densely: O(N⁶) time, N⁴ numbers
+
+
+class LGCPFacts(NamedTuple):
+    """What the model knows beyond its density (`Posterior.facts`): the grid side, the
+    simulated field x and counts y (N, N), Σ's eigenvalues Λ and eigenvectors Q (the sampled
+    v = Qᵀ(x − μ1)), and the shift m e^{μ + σ²} of the Fisher metric's diagonal."""
+
+    n: int
+    true_x: np.ndarray
+    counts: np.ndarray
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    fisher_shift: float
 
 
 def covariance(n: int, sigma2: float = SIGMA2, beta: float = BETA) -> np.ndarray:
@@ -113,6 +128,7 @@ def log_gaussian_cox(n: int = DATA_SIDE) -> Posterior:
         constrain=constrain,
         log_likelihood_fn=log_likelihood,
         observed_data={"y": counts},
-        meta={"n": n, "true_x": true_x, "counts": counts, "eigenvalues": lam,
-              "eigenvectors": Q, "fisher_shift": shift, "metric_fn": metric},
+        metric_fn=metric,
+        facts=LGCPFacts(n=n, true_x=true_x, counts=counts, eigenvalues=lam, eigenvectors=Q,
+                        fisher_shift=shift),
     )

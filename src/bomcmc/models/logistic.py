@@ -9,6 +9,8 @@ on the five data sets of Girolami & Calderhead, preprocessed as their code does
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,6 +21,14 @@ from ..posterior import Posterior
 from ..validation import finite_data
 
 PRIOR_VARIANCE = 100.0
+
+
+class LogisticFacts(NamedTuple):
+    """What the model knows beyond its density (`Posterior.facts`): rows and columns of X
+    (the intercept's column included)."""
+
+    n: int
+    d: int
 
 
 def logistic_regression(X, y, name: str = "logistic", prior_variance: float = PRIOR_VARIANCE,
@@ -56,7 +66,8 @@ def logistic_regression(X, y, name: str = "logistic", prior_variance: float = PR
         name=name,
         initializer=initializer,
         description=description or f"logistic regression, n={X.shape[0]}, d={d}",
-        meta={"n": X.shape[0], "d": d, "metric_fn": metric_fn},
+        metric_fn=metric_fn,
+        facts=LogisticFacts(n=X.shape[0], d=d),
     )
 
 

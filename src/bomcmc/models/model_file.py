@@ -9,7 +9,7 @@ FILE.py is run as a module (its folder on `sys.path` while it runs) and NAME loo
 - any other callable: a NumPyro model with its data bound, called with no arguments (e.g.
   `model = functools.partial(model_fn, y)`): `from_numpyro(NAME)`.
 
-The Posterior's `meta["model_file"]` records the absolute `FILE.py:NAME`; a run's config.json
+The Posterior's `model_file` records the absolute `FILE.py:NAME`; a run's config.json
 keeps it, so `bomcmc resume DIR` loads the model again from the same file.
 """
 
@@ -100,4 +100,4 @@ def load(spec: str) -> Posterior:
             f"{where} is a {type(obj).__name__}: expected a NumPyro model with its data bound "
             f"(no arguments), a bomcmc.Posterior, a pymc.Model, or a JAX log density with "
             f"{name}_init")
-    return dataclasses.replace(post, meta={**post.meta, "model_file": where})
+    return dataclasses.replace(post, model_file=where)

@@ -88,7 +88,6 @@ def from_numpyro(model, *args, **kwargs) -> Posterior:
         name=f"numpyro:{name}",
         initializer=initializer,
         description=f"NumPyro model {name} (latent sites: {sites})",
-        meta={"library": "numpyro"},
         constrain=postprocess_fn,
         log_likelihood_fn=loglik if observed else None,
         observed_data=observed or None,

@@ -24,7 +24,7 @@ standard errors of the reference draws (10 chains × 1000 draws, Stan NUTS), and
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -66,8 +66,19 @@ def _as(dtype_like, a):
     return jnp.asarray(a, jnp.result_type(dtype_like))
 
 
+class PosteriorDBFacts(NamedTuple):
+    """What the model knows beyond its density (`Posterior.facts`): its posteriordb name,
+    posteriordb's dimensions of the constrained parameters, the name of its reference
+    posterior (None without one) and the flat vector's dimension."""
+
+    posteriordb: str
+    dimensions: dict
+    reference_posterior_name: str | None
+    dim: int
+
+
 def _make(name: str, shapes: dict, logdensity: Callable, constrain: Callable,
-          description: str, meta: dict | None = None) -> Posterior:
+          description: str) -> Posterior:
     """Wrap a model: zeros as the init position, Stan's uniform(-2, 2) start on every
     unconstrained coordinate as the initializer."""
     keys = list(shapes)
@@ -78,18 +89,18 @@ def _make(name: str, shapes: dict, logdensity: Callable, constrain: Callable,
                 for k, sk in zip(keys, subkeys)}
 
     info = posterior_info(name)
-    meta = dict(meta or {})
-    meta.update(posteriordb=name, dimensions=info["dimensions"],
-                reference_posterior_name=info.get("reference_posterior_name"),
-                dim=int(sum(int(np.prod(s, dtype=int)) for s in shapes.values())))
+    facts = PosteriorDBFacts(
+        posteriordb=name, dimensions=info["dimensions"],
+        reference_posterior_name=info.get("reference_posterior_name"),
+        dim=int(sum(int(np.prod(s, dtype=int)) for s in shapes.values())))
     return Posterior(
         logdensity_fn=logdensity,
         init_position={k: np.zeros(s) for k, s in shapes.items()},
         name=name,
         initializer=initializer,
         description=description,
-        meta=meta,
         constrain=constrain,
+        facts=facts,
     )
 
 

@@ -92,7 +92,6 @@ def from_pymc(model) -> Posterior:
         name=f"pymc:{name}",
         initializer=initializer,
         description=f"PyMC model {name} (value variables: {', '.join(value_names)})",
-        meta={"library": "pymc"},
         constrain=constrain,
         log_likelihood_fn=loglik if pointwise is not None else None,
         observed_data=observed or None,

@@ -88,7 +88,7 @@ class SpinModel:
                          name=self.name, initializer=self.random_state,
                          description=f"{self.n} spins at Hamming distance {self.n_flipped} "
                                      f"from the reference, beta = {self.beta:g}",
-                         meta={"model": self})
+                         spin_model=self)
 
 
 def from_pairs(n: int, pairs, weights, fields=None, beta: float = 1.0,

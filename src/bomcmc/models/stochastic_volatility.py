@@ -14,7 +14,7 @@ The sampled vector is unconstrained: the latent path `x` (T,), `log_beta`, `log_
 transforms in the log density. Flattened, the parameters come first, in the order
 `atanh_phi, log_beta, log_sigma`, and the path after them.
 
-Girolami & Calderhead's metrics for their blocked sampler (`meta["rmhmc_blocks"]`), the
+Girolami & Calderhead's metrics for their blocked sampler (`Posterior.rmhmc_blocks`), the
 expected Fisher information of p(y, x | θ):
 - the path given θ: G_x = C⁻¹ + ½ I, with C⁻¹ the AR(1) precision (tridiagonal: 1/σ² at both
   ends, (1 + φ²)/σ² inside, −φ/σ² off the diagonal) and ½ the Fisher information of y_t in x_t;
@@ -27,15 +27,25 @@ expected Fisher information of p(y, x | θ):
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..datasets import stochastic_volatility as sv_data
-from ..posterior import Posterior
+from ..posterior import Posterior, RMHMCBlocks
 
 TRUTH = {"beta": 0.65, "sigma": 0.15, "phi": 0.98}
+
+
+class SVFacts(NamedTuple):
+    """What the model knows beyond its density (`Posterior.facts`): the series' length, the
+    simulated log-volatility path x (T,) and the parameters that simulated it."""
+
+    T: int
+    true_x: np.ndarray
+    truth: dict
 LOG_2PI = float(np.log(2 * np.pi))
 
 
@@ -118,8 +128,8 @@ def stochastic_volatility(T: int | None = None) -> Posterior:
                      initializer=initializer,
                      description=f"stochastic volatility, T={T} (Girolami & Calderhead's "
                                  "simulated returns; β = 0.65, σ = 0.15, φ = 0.98)",
-                     meta={"T": T, "true_x": true_x[:T], "truth": dict(TRUTH),
-                           "rmhmc_blocks": {
-                               "parameters": (0, 3), "latent": (3, 3 + T),
-                               "latent_metric": partial(latent_metric, T=T),
-                               "parameter_metric": partial(parameter_metric, T=T)}})
+                     facts=SVFacts(T=T, true_x=true_x[:T], truth=dict(TRUTH)),
+                     rmhmc_blocks=RMHMCBlocks(
+                         latent=(3, 3 + T), parameters=(0, 3),
+                         latent_metric=partial(latent_metric, T=T),
+                         parameter_metric=partial(parameter_metric, T=T)))

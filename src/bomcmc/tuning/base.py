@@ -19,6 +19,12 @@ A tuner subclasses `Tuner` and overrides what it needs:
                                              them per chunk, rebuilds the full history on
                                              resume and writes it as the InferenceData
                                              group `tuning`
+    take_grads() -> int                      gradients the tuner spent itself since the last
+                                             call (a heuristic, a Hessian): warm-up work
+    surface() -> dict | None                 the learned surface over the tuner's two knobs
+                                             (names, x, y, mean, sd, tried_x, tried_y,
+                                             tried_n, final), written to the group `tuning`
+                                             so plots need no tuner class; None: none
 """
 
 from __future__ import annotations
@@ -50,6 +56,12 @@ class Tuner:
 
     def chunk_history(self) -> list[dict]:
         return []
+
+    def take_grads(self) -> int:
+        return 0
+
+    def surface(self) -> dict | None:
+        return None
 
 
 class FixedTuner(Tuner):
