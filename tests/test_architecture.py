@@ -15,14 +15,14 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "bomcmc"
 LAYERS = [
     {"errors", "config", "_version"},
     {"validation", "options"},
-    {"posterior", "datasets", "store"},
+    {"posterior", "datasets", "store", "schemas"},
     {"kernels", "models"},  # kernels never import models, nor models kernels
     {"adaptation"},  # in-jit warm-up
     {"tuning"},  # host-side tuning
     {"registry", "diagnostics"},
     {"driver"},
     {"bnn"},  # the network application: nothing in the core imports it
-    {"__init__"},  # the public API
+    {"__init__", "public"},  # the public API (public: sample and resume over the driver)
     {"cli"},  # the command line, which calls the public API
     {"__main__"},
 ]

@@ -4,10 +4,14 @@ Each piece that takes options from a user declares them once, as a tuple of `Opt
 registry validates a user's options against the chosen sampler's schemas, once, and the
 command line generates its flags and their help from the same declarations.
 
-    Option(name, kind, default, help, nargs=None, choices=())
+    Option(name, kind, default, help, nargs=None, choices=(), cli=True)
 
 `kind` converts and checks one value (`float`, `int`, `str`, `bool`, or any callable that
-raises `ValueError` on a bad value); `nargs` is 2 for a (lo, hi) pair and "+" for one or more.
+raises `ValueError` on a bad value); `nargs` is 2 for a (lo, hi) pair and "+" for one or more;
+`cli=False` keeps an option off the command line (the API still takes it).
+
+A run's options, once validated (`bomcmc.registry.configure`), travel as one `SamplerConfig`:
+the kernel's knobs, the warm-up adapter and its options, and the default tuner's options.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class Option(NamedTuple):
     help: str = ""
     nargs: int | str | None = None  # None: one value; 2: a (lo, hi) pair; "+": one or more
     choices: tuple = ()
+    cli: bool = True  # False: API only (e.g. a name another option holds on the command line)
 
     @property
     def flag(self) -> str:
@@ -31,6 +36,23 @@ class Option(NamedTuple):
 
 
 Schema = tuple[Option, ...]
+
+
+class SamplerConfig(NamedTuple):
+    """A run's sampler options, validated: what `config.json` records and the run uses.
+
+    Args:
+        knobs: the kernel's `make_knobs` keywords given by the user.
+        adapt: the warm-up adapter's name ("window", "dual_averaging"), or None.
+        adapter_options: its options given by the user.
+        tuner_options: the options of the sampler's default tuner; None when the run has no
+            default tuner (the sampler has none, or the user gave `tuner=`).
+    """
+
+    knobs: dict = {}
+    adapt: str | None = None
+    adapter_options: dict = {}
+    tuner_options: dict | None = None
 
 
 def names(*schemas: Schema) -> tuple[str, ...]:
@@ -47,4 +69,4 @@ def reject_unknown(given: dict, owner: str, *schemas: Schema) -> None:
         raise BomcmcError(f"{owner} does not take {', '.join(unknown)} (it takes: {takes})")
 
 
-__all__ = ["Option", "Schema", "names", "reject_unknown"]
+__all__ = ["Option", "SamplerConfig", "Schema", "names", "reject_unknown"]

@@ -71,7 +71,7 @@ def assemble(run: Run, store, wall_total: float):
         "posterior": spec.posterior,
         "posterior_name": flat.source.name,  # a user's own posterior is "custom" in spec
         "seed": spec.seed,
-        "config": json.dumps(dataclasses.asdict(spec), sort_keys=True),
+        "config": json.dumps(spec.to_json(), sort_keys=True),
         "totals": json.dumps(totals, sort_keys=True),
     }
     constrained = flat.constrained(positions)
