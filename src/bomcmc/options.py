@@ -6,8 +6,9 @@ command line generates its flags and their help from the same declarations.
 
     Option(name, kind, default, help, nargs=None, choices=(), cli=True)
 
-`kind` converts and checks one value (`float`, `int`, `str`, `bool`, or any callable that
-raises `ValueError` on a bad value); `nargs` is 2 for a (lo, hi) pair and "+" for one or more;
+`kind` converts and checks one value, from a number or from its text on the command line
+(`str`, `bool`, or a callable such as `positive_float` below that raises `ValueError` on a bad
+value); `nargs` is 2 for a (lo, hi) pair and "+" for one or more;
 `cli=False` keeps an option off the command line (the API still takes it).
 
 A run's options, once validated (`bomcmc.registry.configure`), travel as one `SamplerConfig`:
@@ -16,6 +17,7 @@ the kernel's knobs, the warm-up adapter and its options, and the default tuner's
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, NamedTuple
 
 from .errors import BomcmcError
@@ -55,6 +57,50 @@ class SamplerConfig(NamedTuple):
     tuner_options: dict | None = None
 
 
+# ---------------------------------------------------------------------------------------
+# Kinds: each converts one value (a number, or its text on the command line) and raises
+# ValueError with the rule it breaks
+# ---------------------------------------------------------------------------------------
+def _number(value, convert, ok, rule: str):
+    try:
+        v = convert(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be {rule}, got {value!r}") from None
+    if not ok(v):
+        raise ValueError(f"must be {rule}, got {value!r}")
+    return v
+
+
+def _int(value) -> int:
+    if isinstance(value, str):
+        return int(value, 10)
+    if isinstance(value, bool) or int(value) != value:
+        raise ValueError(value)
+    return int(value)
+
+
+def positive_float(value) -> float:
+    return _number(value, float, lambda v: math.isfinite(v) and v > 0,
+                   "a positive finite number")
+
+
+def nonneg_float(value) -> float:
+    return _number(value, float, lambda v: math.isfinite(v) and v >= 0,
+                   "a non-negative finite number")
+
+
+def probability(value) -> float:
+    return _number(value, float, lambda v: 0.0 < v < 1.0, "a number in (0, 1)")
+
+
+def positive_int(value) -> int:
+    return _number(value, _int, lambda v: v >= 1, "a positive integer")
+
+
+def nonneg_int(value) -> int:
+    return _number(value, _int, lambda v: v >= 0, "a non-negative integer")
+
+
 def names(*schemas: Schema) -> tuple[str, ...]:
     """The option names of one or more schemas, in order."""
     return tuple(o.name for s in schemas for o in s)
@@ -69,4 +115,5 @@ def reject_unknown(given: dict, owner: str, *schemas: Schema) -> None:
         raise BomcmcError(f"{owner} does not take {', '.join(unknown)} (it takes: {takes})")
 
 
-__all__ = ["Option", "SamplerConfig", "Schema", "names", "reject_unknown"]
+__all__ = ["Option", "SamplerConfig", "Schema", "names", "nonneg_float", "nonneg_int",
+           "positive_float", "positive_int", "probability", "reject_unknown"]
