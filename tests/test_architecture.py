@@ -93,6 +93,19 @@ def test_imports_run_down_the_layers():
     assert not wrong, "imports against the layer order:\n" + "\n".join(wrong)
 
 
+# Edges the layers allow but the design does not: (importer, imported) -> why not
+FORBIDDEN = {
+    ("driver", "models"): "the faces (bomcmc.public, the CLI) resolve posterior names and "
+                          "load model files; the driver takes a Posterior",
+}
+
+
+def test_no_forbidden_edge():
+    wrong = [f"{where}: {src} imports {dst} ({FORBIDDEN[src, dst]})"
+             for src, dst, where in edges() if (src, dst) in FORBIDDEN]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_no_cycle_between_units():
     graph: dict[str, set[str]] = {}
     for src, dst, _ in edges():

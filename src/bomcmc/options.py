@@ -45,7 +45,8 @@ class SamplerConfig(NamedTuple):
 
     Args:
         knobs: the kernel's `make_knobs` keywords given by the user.
-        adapt: the warm-up adapter's name ("window", "dual_averaging"), or None.
+        adapt: the warm-up adapter's name ("window", "dual_averaging"), or None (none);
+            "auto" (the sampler's default when there is a warm-up) until validated.
         adapter_options: its options given by the user.
         tuner_options: the options of the sampler's default tuner; None when the run has no
             default tuner (the sampler has none, or the user gave `tuner=`).

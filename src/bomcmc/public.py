@@ -1,9 +1,8 @@
 """`bomcmc.sample` and `bomcmc.resume`: the API's face over the driver.
 
 The face turns what a user hands over into what the driver takes: a posterior name, a model
-file or a log density with its initial position into a `Posterior`; the sampler's options
-(keywords, or a `SamplerConfig`) into a config checked against the sampler's schemas
-(`registry.configure`). The driver (`bomcmc.driver`) never resolves a name nor loads a file.
+file or a log density with its initial position into a `Posterior`, and records whether it
+was a built-in. The driver (`bomcmc.driver`) never resolves a name nor loads a file.
 """
 
 from __future__ import annotations
@@ -140,27 +139,14 @@ def sample(
     if float64:
         set_float64(True)
     post = resolve_posterior(logdensity, init, posterior, init_per_chain)
-    smp = registry.get(sampler, post)
-    config = _config(smp, config, options, adapt, adapt_options, warmup, tuner is not None)
     return driver.sample(
-        post, sampler=smp, config=config, chains=chains, draws=draws, warmup=warmup,
+        post, sampler=sampler, config=config, chains=chains, draws=draws, warmup=warmup,
         seed=seed, out=out, thin=thin, chunk_size=chunk_size, chunk_seconds=chunk_seconds,
         progress=progress, float64=float64, init_jitter=init_jitter,
         init_strategy=init_strategy, init_per_chain=init_per_chain, save_warmup=save_warmup,
-        overwrite=overwrite, tuner=tuner, max_grad=max_grad,
-        posterior_name=post.name if models.is_builtin(post.name) else "custom")
-
-
-def _config(smp, config, options, adapt, adapt_options, warmup, tuner_given) -> SamplerConfig:
-    """The run's SamplerConfig: `config` checked, or one built from the keywords."""
-    if config is None:
-        return registry.configure(smp, options, warmup=warmup, adapt=adapt,
-                                  adapter_options=adapt_options, tuner_given=tuner_given)
-    if options or adapt != "auto" or adapt_options:
-        raise BomcmcError("give the sampler's options as config= or as keywords, not both")
-    if not isinstance(config, SamplerConfig):
-        raise BomcmcError("config must be a bomcmc.SamplerConfig")
-    return registry.validate(smp, config, warmup=warmup, tuner_given=tuner_given)
+        overwrite=overwrite, tuner=tuner, adapt=adapt, adapt_options=adapt_options,
+        max_grad=max_grad, posterior_name=post.name if models.is_builtin(post.name) else "custom",
+        **options)
 
 
 def resume(

@@ -143,8 +143,8 @@ def _preload_arviz() -> None:
 def sample(
     posterior: Posterior,
     *,
-    sampler: registry.Sampler,
-    config: SamplerConfig,
+    sampler: "str | registry.Sampler | Kernel" = registry.DEFAULT,
+    config: SamplerConfig | None = None,
     chains: int = 4,
     draws: int = 1000,
     warmup: int = 1000,
@@ -161,11 +161,17 @@ def sample(
     save_warmup: bool = False,
     overwrite: bool = False,
     tuner: Tuner | None = None,
+    adapt: str | None = "auto",
+    adapt_options: dict | None = None,
     max_grad: int | None = None,
     posterior_name: str = "custom",
+    **options,
 ) -> SampleResult:
-    """Sample `posterior` with `sampler` (built for it: `registry.get`) and the validated
-    `config` (`registry.configure`); the arguments are those of `bomcmc.sample`.
+    """Sample `posterior` (a `Posterior`) with `sampler` (a name, a Sampler or a Kernel, built
+    for the posterior by `registry.get`); the arguments are those of `bomcmc.sample`. The
+    sampler's options are `config`, checked against its schemas (`registry.validate`), or
+    the keywords `adapt`, `adapt_options` and `**options`, which build it
+    (`registry.configure`).
 
     config.json records `posterior_name` (a built-in's name, which `resume` resolves again, or
     "custom") and the Posterior's model file (`meta["model_file"]`, which `resume` reloads).
@@ -174,6 +180,8 @@ def sample(
     _preload_arviz()
     if float64:
         set_float64(True)
+    sampler = registry.get(sampler, posterior)
+    config = _config(sampler, config, options, adapt, adapt_options, warmup, tuner is not None)
     if init_strategy is None:
         init_strategy = "init" if init_jitter else "uniform"
     spec = RunSpec(
@@ -201,6 +209,18 @@ def sample(
         store.create(spec.to_json(), overwrite=overwrite)
     execute(run, states, adapt_state, next_iter, index, progress)
     return _finish(run, store, time.perf_counter() - t_start)
+
+
+def _config(smp, config, options, adapt, adapt_options, warmup, tuner_given) -> SamplerConfig:
+    """The run's SamplerConfig: `config` checked, or one built from the keywords."""
+    if config is None:
+        return registry.configure(smp, options, warmup=warmup, adapt=adapt,
+                                  adapter_options=adapt_options, tuner_given=tuner_given)
+    if options or adapt != "auto" or adapt_options:
+        raise BomcmcError("give the sampler's options as config= or as keywords, not both")
+    if not isinstance(config, SamplerConfig):
+        raise BomcmcError("config must be a bomcmc.SamplerConfig")
+    return registry.validate(smp, config, warmup=warmup, tuner_given=tuner_given)
 
 
 def run_spec(out: str | os.PathLike) -> RunSpec:
