@@ -1,16 +1,14 @@
 """The `bomcmc` command line (argparse).
 
     bomcmc posteriors
-    bomcmc sample --posterior NAME | --model FILE.py:NAME [--sampler hmc|nuts|nuts_async|ahmc|two_phase] [--step-size E] [--steps L]
-                  [--random-steps]
-                  [--adapt window|none] [--target-accept P] [--dense-mass] [--max-tree-depth D]
-                  [--eps-bounds A B] [--steps-bounds A B] [--reward esjd|ess|acf]
-                  [--mass diag|identity] [--acquisition ucb|ei] [--schedule NAME] [--bo-steps K]
-                  [--k K...] [--gamma G...] [--k-bounds A B] [--gamma-bounds A B]
-                  [--policy-size M]
-                  [--chains C] [--draws N] [--warmup W] [--seed S] --out DIR
-                  [--thin K] [--chunk-size K] [--float64] [--overwrite] [--no-progress]
-                  [--init-jitter X] [--json]
+    bomcmc sample --posterior NAME | --model FILE.py:NAME [--sampler NAME] --out DIR
+                  [--chains C] [--draws N] [--warmup W] [--seed S] [--thin K]
+                  [--chunk-size K] [--float64] [--overwrite] [--save-warmup]
+                  [--init-jitter X] [--adapt window|dual_averaging|none]
+                  [--no-progress] [--json] [--plots | --no-plots] [--var NAME]
+                  [sampler options: --step-size X, --steps N, --target-accept P,
+                   --eps-bounds LO HI, ... one flag per option of any sampler's schema
+                   (bomcmc.schemas; cli/flags.py), listed by `bomcmc sample --help`]
     bomcmc resume DIR [--no-progress] [--json]
     bomcmc summary DIR [--json]
     bomcmc bnn fit DATA.csv --target COLS --out DIR [...]   (cli/bnn.py)

@@ -1,8 +1,8 @@
 """The driver's entry points: `sample`, `resume` and `load`, over one preparation path.
 
-They take a `Posterior` and a validated `SamplerConfig`: the faces (`bomcmc.public`, the
-command line) resolve posterior names and model files and check the user's options
-(`registry.configure`) before they call these.
+They take a `Posterior`: the faces (`bomcmc.public`, the command line) resolve posterior names
+and load model files. A sampler's options arrive as a `SamplerConfig`, or as keywords that
+`registry.configure` checks against the sampler's schemas into one, once.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 from .. import registry
 from ..config import set_float64
