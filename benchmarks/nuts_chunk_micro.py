@@ -42,11 +42,13 @@ def setup(name: str, chains: int, warmup: int, draws: int, seed: int):
     from bomcmc import models
     from bomcmc import registry
     from bomcmc.driver import engine as R
+    from bomcmc.options import SamplerConfig
     from bomcmc.store import MemoryStore
 
     spec = R.RunSpec(posterior=name, sampler="nuts", chains=chains, draws=draws,
-                     warmup=warmup, seed=seed, chunk_size=max(draws, warmup), adapt="window",
-                     knobs=dict(max_tree_depth=10, target_accept=0.8))
+                     warmup=warmup, seed=seed, chunk_size=max(draws, warmup),
+                     config=SamplerConfig(knobs=dict(max_tree_depth=10), adapt="window",
+                                          adapter_options=dict(target_accept=0.8)))
     run = R.Run(spec, models.get(name), MemoryStore(), None, registry.get(spec.sampler))
     st = run.initial_state()
     ad = run.initial_adapt_state(st)

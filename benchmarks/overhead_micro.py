@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from bomcmc import models
 from bomcmc import registry
 from bomcmc.driver import engine as R
+from bomcmc.options import SamplerConfig
 from bomcmc.store import MemoryStore
 from bomcmc.posterior import flatten
 
@@ -48,7 +49,7 @@ def main() -> None:
     fl_g, fl_vg = floor(False), floor(True)
     spec = R.RunSpec(posterior="logistic-german", sampler="hmc", chains=chains, draws=draws,
                      warmup=0, seed=0, chunk_size=draws,
-                     knobs=dict(step_size=0.05, steps=steps))
+                     config=SamplerConfig(knobs=dict(step_size=0.05, steps=steps)))
     run = R.Run(spec, post, MemoryStore(), None, registry.get(spec.sampler))
     st = run.initial_state()
     ad = run.initial_adapt_state(st)

@@ -81,7 +81,8 @@ def test_knobs_change_without_recompiling():
 def test_make_knobs_validates_and_shapes():
     kn = nuts.make_knobs(3)
     assert kn.inverse_mass_matrix.shape == (3,) and kn.tree_capacity.shape == (10,)
-    assert float(kn.target_accept) == 0.8 and int(kn.max_tree_depth) == 10
+    assert "target_accept" not in kn._fields  # δ is the warm-up adapter's option
+    assert int(kn.max_tree_depth) == 10
     assert nuts.make_knobs(3, dense_mass=True).inverse_mass_matrix.shape == (3, 3)
     assert nuts.make_knobs(3, inverse_mass_matrix=np.eye(3)).inverse_mass_matrix.shape == (3, 3)
     np.testing.assert_array_equal(
@@ -89,7 +90,7 @@ def test_make_knobs_validates_and_shapes():
         np.diag([2.0, 3.0]))
     assert nuts.make_knobs(3, max_tree_depth=6).tree_capacity.shape == (6,)
     for bad in (dict(step_size=-1.0), dict(step_size=float("nan")), dict(max_tree_depth=0),
-                dict(max_tree_depth=2.5), dict(target_accept=1.0),
+                dict(max_tree_depth=2.5),
                 dict(inverse_mass_matrix=[1.0, -1.0, 1.0]),
                 dict(inverse_mass_matrix=np.ones((2, 2))),
                 dict(inverse_mass_matrix=[[1.0, 2.0, 0], [0, 1.0, 0], [0, 0, 1.0]])):

@@ -108,12 +108,14 @@ def test_async_warmup_matches_lockstep_warmup_to_rounding():
     rounding, which the adaptation then amplifies)."""
     from bomcmc import registry
     from bomcmc.driver import engine as R
+    from bomcmc.options import SamplerConfig
     from bomcmc.store import MemoryStore
 
     outs = {}
     for label, smp in (("async", nuts_machine.kernel), ("lockstep", nuts.kernel)):
         spec = R.RunSpec(posterior="logistic-german", sampler=smp.name, chains=4, draws=1,
-                         warmup=300, seed=3, chunk_size=300, adapt="window", float64=True)
+                         warmup=300, seed=3, chunk_size=300, float64=True,
+                         config=SamplerConfig(adapt="window"))
         run = R.Run(spec, models.get("logistic-german"), MemoryStore(), None, registry.get(smp))
         st = run.initial_state()
         ad = run.initial_adapt_state(st)

@@ -27,6 +27,7 @@ _PUBLIC = {
     "Posterior": ("posterior", "Posterior"),
     "SampleResult": ("driver", "SampleResult"),
     "Sampler": ("registry", "Sampler"),
+    "SamplerConfig": ("options", "SamplerConfig"),
     "SamplingWarning": ("diagnostics", "SamplingWarning"),
     "Tuner": ("tuning.base", "Tuner"),
     "enable_compilation_cache": ("config", "enable_compilation_cache"),
@@ -34,8 +35,8 @@ _PUBLIC = {
     "from_pymc": ("models.pymc_model", "from_pymc"),
     "load": ("driver", "load"),
     "posteriors": ("models", None),
-    "resume": ("driver", "resume"),
-    "sample": ("driver", "sample"),
+    "resume": ("public", "resume"),
+    "sample": ("public", "sample"),
     "set_float64": ("config", "set_float64"),
     "summarize": ("diagnostics", "summarize"),
 }

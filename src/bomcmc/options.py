@@ -4,14 +4,20 @@ Each piece that takes options from a user declares them once, as a tuple of `Opt
 registry validates a user's options against the chosen sampler's schemas, once, and the
 command line generates its flags and their help from the same declarations.
 
-    Option(name, kind, default, help, nargs=None, choices=())
+    Option(name, kind, default, help, nargs=None, choices=(), cli=True)
 
-`kind` converts and checks one value (`float`, `int`, `str`, `bool`, or any callable that
-raises `ValueError` on a bad value); `nargs` is 2 for a (lo, hi) pair and "+" for one or more.
+`kind` converts and checks one value, from a number or from its text on the command line
+(`str`, `bool`, or a callable such as `positive_float` below that raises `ValueError` on a bad
+value); `nargs` is 2 for a (lo, hi) pair and "+" for one or more;
+`cli=False` keeps an option off the command line (the API still takes it).
+
+A run's options, once validated (`bomcmc.registry.configure`), travel as one `SamplerConfig`:
+the kernel's knobs, the warm-up adapter and its options, and the default tuner's options.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, NamedTuple
 
 from .errors import BomcmcError
@@ -24,6 +30,7 @@ class Option(NamedTuple):
     help: str = ""
     nargs: int | str | None = None  # None: one value; 2: a (lo, hi) pair; "+": one or more
     choices: tuple = ()
+    cli: bool = True  # False: API only (e.g. a name another option holds on the command line)
 
     @property
     def flag(self) -> str:
@@ -31,6 +38,68 @@ class Option(NamedTuple):
 
 
 Schema = tuple[Option, ...]
+
+
+class SamplerConfig(NamedTuple):
+    """A run's sampler options, validated: what `config.json` records and the run uses.
+
+    Args:
+        knobs: the kernel's `make_knobs` keywords given by the user.
+        adapt: the warm-up adapter's name ("window", "dual_averaging"), or None (none);
+            "auto" (the sampler's default when there is a warm-up) until validated.
+        adapter_options: its options given by the user.
+        tuner_options: the options of the sampler's default tuner; None when the run has no
+            default tuner (the sampler has none, or the user gave `tuner=`).
+    """
+
+    knobs: dict = {}
+    adapt: str | None = None
+    adapter_options: dict = {}
+    tuner_options: dict | None = None
+
+
+# ---------------------------------------------------------------------------------------
+# Kinds: each converts one value (a number, or its text on the command line) and raises
+# ValueError with the rule it breaks
+# ---------------------------------------------------------------------------------------
+def _number(value, convert, ok, rule: str):
+    try:
+        v = convert(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be {rule}, got {value!r}") from None
+    if not ok(v):
+        raise ValueError(f"must be {rule}, got {value!r}")
+    return v
+
+
+def _int(value) -> int:
+    if isinstance(value, str):
+        return int(value, 10)
+    if isinstance(value, bool) or int(value) != value:
+        raise ValueError(value)
+    return int(value)
+
+
+def positive_float(value) -> float:
+    return _number(value, float, lambda v: math.isfinite(v) and v > 0,
+                   "a positive finite number")
+
+
+def nonneg_float(value) -> float:
+    return _number(value, float, lambda v: math.isfinite(v) and v >= 0,
+                   "a non-negative finite number")
+
+
+def probability(value) -> float:
+    return _number(value, float, lambda v: 0.0 < v < 1.0, "a number in (0, 1)")
+
+
+def positive_int(value) -> int:
+    return _number(value, _int, lambda v: v >= 1, "a positive integer")
+
+
+def nonneg_int(value) -> int:
+    return _number(value, _int, lambda v: v >= 0, "a non-negative integer")
 
 
 def names(*schemas: Schema) -> tuple[str, ...]:
@@ -47,4 +116,5 @@ def reject_unknown(given: dict, owner: str, *schemas: Schema) -> None:
         raise BomcmcError(f"{owner} does not take {', '.join(unknown)} (it takes: {takes})")
 
 
-__all__ = ["Option", "Schema", "names", "reject_unknown"]
+__all__ = ["Option", "SamplerConfig", "Schema", "names", "nonneg_float", "nonneg_int",
+           "positive_float", "positive_int", "probability", "reject_unknown"]

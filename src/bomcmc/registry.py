@@ -2,9 +2,12 @@
 
 A `Sampler` is what a user picks with `sample(..., sampler=NAME)`: a `Kernel` (pure
 `init`/`step`), the in-loop warm-up adapter that `adapt="auto"` chooses, and the host-side tuner
-the driver builds from the options named in `tuner_options` when the user gives no `tuner=`.
-Every field is explicit; the table below is the whole registry. Sampler names are spelt with
-underscores; a hyphen is read as an underscore (`nuts-gibbs` is `nuts_gibbs`).
+the driver builds from the options in `tuner_options` when the user gives no `tuner=`. The
+kernel's knobs and the tuner's options are typed schemas (`bomcmc.schemas`, which the command
+line reads without importing JAX); `configure` checks a user's options against them, once, into
+the run's `SamplerConfig`. Every field is explicit; the table below is the whole registry.
+Sampler names are spelt with underscores; a hyphen is read as an underscore (`nuts-gibbs` is
+`nuts_gibbs`).
 
     hmc          HMC with fixed knobs (no warm-up unless adapt="window")
     nuts         NUTS, Stan's window warm-up
@@ -49,10 +52,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import schemas
 from .errors import BomcmcError
 from .kernels import (ahmc, blocked_rmhmc, hmc, hmc_mixture, intracluster, mams, nuts,
                       nuts_machine, rmhmc, rwm)
 from .kernels.base import Kernel
+from .options import SamplerConfig, Schema, names as option_names, reject_unknown
 from .tuning import ahmc_tuner, block_bandit, im_tuner, two_phase
 
 # make_tuner(options, spec, flat, states) -> Tuner
@@ -67,8 +72,11 @@ class Sampler:
         kernel: the transition (`bomcmc.kernels.base.Kernel`).
         adapter: the warm-up adapter `adapt="auto"` picks ("window", "dual_averaging"), or None.
         make_tuner: builds the default tuner, `make_tuner(options, spec, flat, states)`, from
-            the keyword arguments of `sample` named in `tuner_options`; None: no tuner.
-        tuner_options: those keyword arguments' names (recorded in config.json).
+            the options `tuner_options` declares; None: no tuner.
+        knobs: the kernel's knobs, the keywords of its `make_knobs` (a schema); None: not
+            declared (a bare kernel's), every option no other schema takes goes to
+            `make_knobs`, which checks it.
+        tuner_options: the default tuner's options (a schema).
         adapt_hint: the end of the error that refuses an adapter beside the tuner.
         name: the name runs record; the kernel's by default.
         build: for a sampler made for one model: posterior -> the Sampler to run (its
@@ -78,10 +86,11 @@ class Sampler:
     kernel: Kernel | None
     adapter: str | None = None
     make_tuner: TunerFactory | None = None
-    tuner_options: tuple[str, ...] = ()
+    tuner_options: Schema = ()
     adapt_hint: str = ""
     name: str = ""
     build: Callable[[Any], "Sampler"] | None = None
+    knobs: Schema | None = None
 
     def __post_init__(self):
         if not self.name and self.kernel is not None:
@@ -97,31 +106,34 @@ class Sampler:
 # experiments/suite_margins.py). No fixed-knob sampler is ever the default.
 DEFAULT = "ahmc"
 
+
+def _entry(kernel: Kernel | None, name: str, knobs: Schema | None = None, **fields) -> Sampler:
+    """The registry's Sampler `name`: its schemas and default adapter from `schemas.SAMPLERS`
+    (`knobs` replaces the declared knobs with those of the variant built for a posterior)."""
+    s = schemas.SAMPLERS[name]
+    return Sampler(kernel, adapter=s.adapter, knobs=s.knobs if knobs is None else knobs,
+                   tuner_options=s.tuner, name=name, **fields)
+
+
+_METRIC_HINT = "; for a learned metric use mass='diag'"
 SAMPLERS: dict[str, Sampler] = {
-    "hmc": Sampler(hmc.kernel),
-    "nuts": Sampler(nuts.kernel, adapter="window"),  # NUTS has no usable fixed step size
-    "nuts_async": Sampler(nuts_machine.kernel, adapter="window"),
-    "ahmc": Sampler(ahmc.kernel, make_tuner=ahmc_tuner.make_tuner,
-                    tuner_options=ahmc_tuner.TUNER_OPTIONS,
-                    adapt_hint="; for a learned metric use mass='diag'"),
-    "mams": Sampler(mams.kernel),
-    "amams": Sampler(mams.bandit_kernel, make_tuner=ahmc_tuner.make_diagonal_tuner,
-                     tuner_options=ahmc_tuner.TUNER_OPTIONS,
-                     adapt_hint="; for a learned metric use mass='diag'"),
-    "rwm": Sampler(rwm.kernel),  # random-walk Metropolis (a baseline; bandit via tuner=)
-    "two_phase": Sampler(hmc_mixture.kernel, make_tuner=two_phase.make_tuner,
-                         tuner_options=two_phase.TUNER_OPTIONS,
-                         adapt_hint="; for a learned metric use mass='diag'"),
+    "hmc": _entry(hmc.kernel, "hmc"),
+    "nuts": _entry(nuts.kernel, "nuts"),  # Stan's window warm-up: no usable fixed step size
+    "nuts_async": _entry(nuts_machine.kernel, "nuts_async"),
+    "ahmc": _entry(ahmc.kernel, "ahmc", make_tuner=ahmc_tuner.make_tuner,
+                   adapt_hint=_METRIC_HINT),
+    "mams": _entry(mams.kernel, "mams"),
+    "amams": _entry(mams.bandit_kernel, "amams", make_tuner=ahmc_tuner.make_diagonal_tuner,
+                    adapt_hint=_METRIC_HINT),
+    "rwm": _entry(rwm.kernel, "rwm"),  # random-walk Metropolis (a baseline; bandit via tuner=)
+    "two_phase": _entry(hmc_mixture.kernel, "two_phase", make_tuner=two_phase.make_tuner,
+                        adapt_hint=_METRIC_HINT),
 }
 
 
 # ---------------------------------------------------------------------------------------
 # Samplers for spin posteriors (models/spins.py), built for the posterior's model
 # ---------------------------------------------------------------------------------------
-IM_TUNER_OPTIONS = ("k_bounds", "gamma_bounds", "reward")
-IM_BAYESOPT_OPTIONS = IM_TUNER_OPTIONS + ("bo_steps", "policy_size", "temperature")
-
-
 def spin_model(posterior, sampler: str):
     """The SpinModel behind a posterior (its `spin_model`), or a one-line error naming the
     sampler."""
@@ -153,24 +165,20 @@ def _grid_knobs(model, options: dict, n_gamma: int = im_tuner.N_GAMMA) -> tuple[
 def _im_sampler(kind: str, posterior) -> "Sampler":
     model = spin_model(posterior, kind)
     if kind == "kawasaki":
-        return Sampler(intracluster.kawasaki_kernel(model), name=kind)
+        return _entry(intracluster.kawasaki_kernel(model), kind)
     kernel = intracluster.im_kernel(model, name=kind)
     if kind == "im":
-        return Sampler(kernel, name=kind)
+        return _entry(kernel, kind)
     if kind == "im_expert":
         if model.expert is None:
             raise BomcmcError(f"no expert setting is known for '{model.name}' (im_expert has "
                               "those of Mahendran 2011 for ising-60x60, spinglass-9x9x9 and "
                               "rbm-digits-H): use sampler 'im' with k and gamma")
         ks, gamma = model.expert
-        return Sampler(_defaults(kernel, k=list(ks), gamma=gamma), name=kind)
+        return _entry(_defaults(kernel, k=list(ks), gamma=gamma), kind)
     if kind == "im_unif":
-        return Sampler(_fixed_policy(kernel, model), name=kind)
-    if kind == "im_bandit":
-        return Sampler(kernel, make_tuner=partial(_make_im_tuner, model, False), name=kind,
-                       tuner_options=IM_TUNER_OPTIONS + ("acquisition", "schedule"))
-    return Sampler(kernel, make_tuner=partial(_make_im_tuner, model, True), name=kind,
-                   tuner_options=IM_BAYESOPT_OPTIONS)
+        return _entry(_fixed_policy(kernel, model), kind)
+    return _entry(kernel, kind, make_tuner=partial(_make_im_tuner, model, kind == "im_bayesopt"))
 
 
 def _defaults(kernel: Kernel, **defaults) -> Kernel:
@@ -201,24 +209,24 @@ def _make_im_tuner(model, two_phase_: bool, options: dict, spec, flat, states):
 
 
 for _kind in ("im", "im_expert", "im_unif", "im_bandit", "im_bayesopt", "kawasaki"):
-    SAMPLERS[_kind] = Sampler(None, name=_kind, build=partial(_im_sampler, _kind))
+    SAMPLERS[_kind] = _entry(None, _kind, build=partial(_im_sampler, _kind))
 
 
 # ---------------------------------------------------------------------------------------
 # Riemann-manifold HMC, built for a posterior's metric
 # ---------------------------------------------------------------------------------------
-ARMHMC_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "acquisition", "schedule",
-                  "bo_steps", "start")
-
-
-def _rmhmc_kernel(posterior, sampler: str) -> Kernel:
-    """The posterior's blocked RMHMC if it has blocks, else RMHMC on its metric."""
+def _rmhmc_kernel(posterior, sampler: str) -> tuple[Kernel, Schema]:
+    """The posterior's blocked RMHMC if it has blocks, else RMHMC on its metric (the
+    generalised leapfrog for a callable metric, plain leapfrog for a constant one), with the
+    knobs of that variant."""
     blocks = posterior.rmhmc_blocks
     if blocks is not None:
         return blocked_rmhmc.blocked_rmhmc_kernel(
             blocks.latent, blocks.parameters, blocks.latent_metric, blocks.parameter_metric,
-            name=sampler)
-    return rmhmc.kernel_for_metric(_metric(posterior, sampler), name=sampler)
+            name=sampler), schemas.KNOBS["rmhmc_blocked"]
+    metric = _metric(posterior, sampler)
+    knobs = schemas.KNOBS["rmhmc" if callable(metric) else "rmhmc_constant"]
+    return rmhmc.kernel_for_metric(metric, name=sampler), knobs
 
 
 def _metric(posterior, sampler: str):
@@ -232,11 +240,10 @@ def _metric(posterior, sampler: str):
 
 
 def _rmhmc_sampler(kind: str, posterior) -> "Sampler":
-    kernel = _rmhmc_kernel(posterior, kind)
+    kernel, knobs = _rmhmc_kernel(posterior, kind)
     if kind == "rmhmc":
-        return Sampler(kernel, name=kind)
-    return Sampler(kernel, make_tuner=_make_block_bandit, tuner_options=ARMHMC_OPTIONS,
-                   name=kind)
+        return _entry(kernel, kind, knobs)
+    return _entry(kernel, kind, knobs, make_tuner=_make_block_bandit)
 
 
 def _make_block_bandit(options: dict, spec, flat, states):
@@ -245,7 +252,7 @@ def _make_block_bandit(options: dict, spec, flat, states):
 
 
 for _kind in ("rmhmc", "armhmc"):
-    SAMPLERS[_kind] = Sampler(None, name=_kind, build=partial(_rmhmc_sampler, _kind))
+    SAMPLERS[_kind] = _entry(None, _kind, build=partial(_rmhmc_sampler, _kind))
 
 
 def canonical(name: str) -> str:
@@ -274,8 +281,90 @@ def get(sampler: "str | Sampler | Kernel", posterior=None) -> Sampler:
     return sampler
 
 
+def configure(sampler: Sampler, options: dict, *, warmup: int, adapt="auto",
+              adapter_options: dict | None = None, tuner_given: bool = False) -> SamplerConfig:
+    """A user's options for `sampler` as keywords, checked once into a SamplerConfig.
+
+    Each option goes to the schema that declares it, in this order: the kernel's knobs, the
+    default tuner's options, the warm-up adapter's options (`adapter_options` are the
+    adapter's too, and win); one that none declares is a one-line error naming the options
+    the sampler takes. `adapt="auto"` is the sampler's default adapter when there is a
+    warm-up, "none" or None no adapter.
+    """
+    resolved = _resolve_adapt(sampler, adapt, warmup)
+    knobs, tuner, adapter = _route(
+        sampler, options, resolved, sampler.knobs,
+        sampler.tuner_options if sampler.tunes_itself else (),
+        schemas.adapter_options(resolved) if resolved else ())
+    config = SamplerConfig(knobs, resolved, {**adapter, **(adapter_options or {})},
+                           tuner if sampler.tunes_itself else None)
+    return validate(sampler, config, warmup=warmup, tuner_given=tuner_given)
+
+
+def validate(sampler: Sampler, config: SamplerConfig, *, warmup: int,
+             tuner_given: bool = False) -> SamplerConfig:
+    """`config` checked against the sampler's schemas (names; the values are checked where
+    they are used: `make_knobs`, the adapter, the tuner's constructor), with its adapter
+    resolved and `tuner_options` None when the run has no default tuner."""
+    name = f"sampler '{sampler.name}'"
+    adapt = _resolve_adapt(sampler, config.adapt, warmup)
+    if sampler.knobs is not None:
+        reject_unknown(config.knobs or {}, name, sampler.knobs)
+    tuner = dict(config.tuner_options or {})
+    if tuner and tuner_given and sampler.tunes_itself:
+        raise BomcmcError(f"{', '.join(sorted(tuner))}: options of the default tuner of {name}, "
+                          "which tuner= replaces (set them on your tuner)")
+    if tuner and not sampler.tunes_itself:
+        raise BomcmcError(f"{name} has no default tuner: it takes no tuner options "
+                          f"({', '.join(sorted(tuner))})")
+    reject_unknown(tuner, f"the tuner of {name}", sampler.tuner_options)
+    adapter = dict(config.adapter_options or {})
+    if adapter and adapt is None:
+        raise BomcmcError(f"{', '.join(sorted(adapter))}: options of a warm-up adaptation, "
+                          f"which this run of {name} has none of (give adapt='window')")
+    if adapt is not None:
+        reject_unknown(adapter, f"adaptation '{adapt}'", schemas.adapter_options(adapt))
+        if sampler.tunes_itself and not tuner_given:
+            raise BomcmcError(f"{name} tunes its step size itself: it cannot run with "
+                              f"adapt='{adapt}' (use adapt=None{sampler.adapt_hint})")
+    return SamplerConfig(knobs=dict(config.knobs or {}), adapt=adapt, adapter_options=adapter,
+                         tuner_options=tuner if sampler.tunes_itself and not tuner_given
+                         else None)
+
+
+def _resolve_adapt(sampler: Sampler, adapt, warmup: int) -> str | None:
+    if adapt == "auto":
+        return sampler.adapter if warmup > 0 else None
+    if adapt is None or adapt == "none":
+        return None
+    schemas.adapter_options(adapt)  # an unknown name: one line
+    return adapt
+
+
+def _route(sampler: Sampler, options: dict, adapt, knobs: Schema | None, tuner: Schema,
+           adapter: Schema) -> tuple[dict, dict, dict]:
+    """(knobs, tuner options, adapter options) of `options`, by the schema declaring each."""
+    out: tuple[dict, dict, dict] = ({}, {}, {})
+    known = [set(option_names(s)) for s in (tuner, adapter)]
+    for name, value in options.items():
+        if knobs is not None and name in option_names(knobs):
+            out[0][name] = value
+        elif name in known[0]:
+            out[1][name] = value
+        elif name in known[1]:
+            out[2][name] = value
+        elif knobs is None:  # a kernel without a schema: its make_knobs checks the rest
+            out[0][name] = value
+        elif adapt is None and any(name in option_names(s)
+                                   for s in schemas.ADAPTER_OPTIONS.values()):
+            out[2][name] = value  # validate() says the run has no adaptation
+        else:
+            reject_unknown({name: value}, f"sampler '{sampler.name}'", knobs, tuner, adapter)
+    return out
+
+
 def names() -> list[str]:
     return sorted(SAMPLERS)
 
 
-__all__ = ["DEFAULT", "SAMPLERS", "Sampler", "canonical", "get", "names"]
+__all__ = ["DEFAULT", "SAMPLERS", "Sampler", "canonical", "configure", "get", "names", "validate"]

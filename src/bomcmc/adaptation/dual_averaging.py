@@ -90,11 +90,9 @@ def check_options(target_accept, gamma: float, kappa: float, t0: float) -> None:
         raise BomcmcError("dual averaging needs gamma > 0, t0 >= 0 and kappa in (0.5, 1]")
 
 
-def target(target_accept, knobs, dtype) -> jax.Array:
-    """δ: the adapter's `target_accept` option, else the knobs' (NUTS has one), else 0.8."""
-    if target_accept is not None:
-        return jnp.asarray(target_accept, dtype)
-    return jnp.asarray(getattr(knobs, "target_accept", TARGET_ACCEPT), dtype)
+def target(target_accept, dtype) -> jax.Array:
+    """δ: the adapter's `target_accept` option (None: Stan's 0.8)."""
+    return jnp.asarray(TARGET_ACCEPT if target_accept is None else target_accept, dtype)
 
 
 # ---------------------------------------------------------------------------------------
@@ -111,12 +109,12 @@ class DualAveragingAdaptState(NamedTuple):
     last_iter: jax.Array  # num_warmup − 1: the update that hands over ε = e^{x̄}
 
 
-def dual_averaging_adaptation(target_accept: float | None = None, gamma: float = GAMMA,
+def dual_averaging_adaptation(target_accept: float = TARGET_ACCEPT, gamma: float = GAMMA,
                               kappa: float = KAPPA, t0: float = T0) -> Adapter:
     """Dual averaging of log `step_size` in every warm-up transition (Hoffman & Gelman 2014
     Alg. 6, Stan's `stepsize_adaptation`), nothing else: no metric, no step-size heuristic.
     Starts at the knobs' step size with μ = log(10 ε₀); at the last warm-up transition the
-    knobs get ε̄ = e^{x̄}. δ is `target_accept`, else the knobs' `target_accept`, else 0.8."""
+    knobs get ε̄ = e^{x̄}. δ is `target_accept` (Stan's adapt_delta)."""
     check_options(target_accept, gamma, kappa, t0)
 
     def adapt_init(position, knobs, num_warmup: int) -> DualAveragingAdaptState:
@@ -126,7 +124,7 @@ def dual_averaging_adaptation(target_accept: float | None = None, gamma: float =
 
     def adapt_update(key, s, t, state, info, knobs, logdensity_fn):
         dtype = s.x.dtype
-        delta = target(target_accept, knobs, dtype)
+        delta = target(target_accept, dtype)
         d = update(DualAveragingState(*s[:5]), info.acceptance_rate, delta, gamma, kappa, t0)
         eps = jnp.where(t >= s.last_iter, final_step_size(d), step_size(d))
         new_knobs = knobs._replace(step_size=jnp.asarray(eps, knobs.step_size.dtype))

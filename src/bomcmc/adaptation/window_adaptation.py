@@ -23,7 +23,7 @@ adaptation (Stan); if init + base + term > W the buffers become 15% / 75% / 10% 
 
 It adapts any sampler whose knobs have `step_size` and `inverse_mass_matrix` ("nuts", "hmc");
 a (d, d) metric knob is adapted as a dense covariance, a (d,) one as a diagonal. δ is the
-`target_accept` option, else the knobs' `target_accept` (NUTS has one), else 0.8.
+`target_accept` option (Stan's adapt_delta, 0.8).
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def _with_da(s: WindowAdaptState, d: da.DualAveragingState) -> WindowAdaptState:
 
 
 def window_adaptation(
-    target_accept: float | None = None,
+    target_accept: float = da.TARGET_ACCEPT,
     gamma: float = da.GAMMA,
     kappa: float = da.KAPPA,
     t0: float = da.T0,
@@ -231,7 +231,7 @@ def window_adaptation(
 
     def update(key, s: WindowAdaptState, t, state, info, knobs, logdensity_fn):
         dtype = s.da_x.dtype
-        delta = da.target(target_accept, knobs, dtype)
+        delta = da.target(target_accept, dtype)
 
         # every warm-up iteration: dual averaging on this transition's acceptance statistic
         # (Stan adapt_diag_e_nuts::transition: learn_stepsize(nom_epsilon_, accept_stat))

@@ -32,17 +32,46 @@ from ..errors import BomcmcError
 from ..kernels.choo_dynamics import choo_kernel
 from ..kernels.neal_gibbs_hmc import neal_kernel
 from ..kernels.nuts_gibbs import nuts_gibbs_kernel
+from ..options import Option, positive_float, positive_int
 from ..registry import Sampler
 from ..tuning.gp_bandit import GPBanditTuner
 from ..validation import pair
 from .cv import CVModel, cv_reward
 
-TUNER_OPTIONS = ("eps_bounds", "steps_bounds", "budget", "reward", "schedule", "lam", "k",
-                 "acquisition", "start", "adapt_in_sampling")
 DEFAULT_ETA_BOUNDS = (0.01, 1.0)
 DEFAULT_STEPS_BOUNDS = (10, 500)
 BUDGET_FACTOR = 10
 LAMBDA = 0.01  # Wang 2012, footnote 3
+
+# In these Gibbs kernels the step size is η, FBM's step-size adjustment factor: each weight
+# group's step size is η·c^{-1/2}, c from Neal's curvature heuristic at the current precisions.
+_ETA = ("η, the step-size adjustment factor (not ε: each weight group's step size is "
+        "η·c^{-1/2}, Neal's heuristic)")
+_GIBBS = (Option("sample_sigmas", bool, True, "Gibbs-draw the weight groups' precisions"),
+          Option("sample_noise", bool, True, "Gibbs-draw the noise precisions"))
+NEAL_KNOBS = (Option("step_size", positive_float, None, _ETA + " (default: 0.1)"),
+              Option("steps", positive_int, 100, "leapfrog steps per transition L"),
+              Option("random_steps", bool, False, "draw L uniformly from 1..L"),
+              *_GIBBS,
+              Option("eta", positive_float, None, "η by its own name (as step_size)"))
+CHOO_KNOBS = tuple(o for o in NEAL_KNOBS if o not in _GIBBS)
+NUTS_GIBBS_KNOBS = (Option("step_size", positive_float, 0.2, _ETA),
+                    Option("max_tree_depth", positive_int, 10, "maximum tree depth"),
+                    *_GIBBS)
+TUNER_OPTIONS = (
+    Option("eps_bounds", positive_float, DEFAULT_ETA_BOUNDS, "the η box", nargs=2),
+    Option("steps_bounds", positive_int, DEFAULT_STEPS_BOUNDS, "the L box", nargs=2),
+    Option("budget", positive_int, None, "leapfrog steps per super-transition (default: "
+                                         f"{BUDGET_FACTOR} × the largest L)"),
+    Option("reward", str, None, "the bandit's reward (default: cv for a CVModel, else esjd)"),
+    Option("schedule", str, "exponential", "annealing schedule p_i = exp(−λ(i−1))"),
+    Option("lam", positive_float, LAMBDA, "λ of the exponential schedule"),
+    Option("k", positive_int, 100, "the schedule's k"),
+    Option("acquisition", str, "ucb", "acquisition function", choices=("ucb", "ei")),
+    Option("start", str, "corner", "the first setting tried",
+           choices=("corner", "center", "knobs")),
+    Option("adapt_in_sampling", bool, True, "keep tuning after warm-up"),
+)
 
 
 def validate_options(options: dict, cv: bool) -> dict:
@@ -80,7 +109,7 @@ def make_tuner(options: dict, spec, flat, states, *, model) -> GPBanditTuner:
 def neal_sampler(model, name: str = "neal_gibbs") -> Sampler:
     """Neal's Gibbs-within-HMC for a `BNN` or a `CVModel`, with fixed (η, L) (use with
     `bomcmc.sample(model.posterior(), sampler=neal_sampler(model), ...)`)."""
-    return Sampler(neal_kernel(model, name=name))
+    return Sampler(neal_kernel(model, name=name), knobs=NEAL_KNOBS)
 
 
 def ahmc_gibbs_sampler(model, name: str = "ahmc_gibbs") -> Sampler:
@@ -88,13 +117,14 @@ def ahmc_gibbs_sampler(model, name: str = "ahmc_gibbs") -> Sampler:
     with `bomcmc.sample(model.posterior(), sampler=ahmc_gibbs_sampler(model), ...)`; tuner
     options `eps_bounds` (η), `steps_bounds`, `budget`, `reward`, ... as keywords)."""
     return Sampler(neal_kernel(model, name=name), make_tuner=partial(make_tuner, model=model),
-                   tuner_options=TUNER_OPTIONS)
+                   knobs=NEAL_KNOBS, tuner_options=TUNER_OPTIONS)
 
 
 def nuts_gibbs_sampler(model, name: str = "nuts_gibbs") -> Sampler:
     """Gibbs draws of the precisions, then NUTS on the weights, with dual averaging of η in
     warm-up by default."""
-    return Sampler(nuts_gibbs_kernel(model, name=name), adapter="dual_averaging")
+    return Sampler(nuts_gibbs_kernel(model, name=name), adapter="dual_averaging",
+                   knobs=NUTS_GIBBS_KNOBS)
 
 
 def dynamical_sampler(blocks, tuned: bool = False, name: str | None = None) -> Sampler:
@@ -105,6 +135,6 @@ def dynamical_sampler(blocks, tuned: bool = False, name: str | None = None) -> S
     name = name or (f"ahmc_dyn_{variant}" if tuned else f"dyn_{variant}")
     kernel = choo_kernel(blocks, name=name)
     if not tuned:
-        return Sampler(kernel)
+        return Sampler(kernel, knobs=CHOO_KNOBS)
     return Sampler(kernel, make_tuner=partial(make_tuner, model=blocks.model),
-                   tuner_options=TUNER_OPTIONS)
+                   knobs=CHOO_KNOBS, tuner_options=TUNER_OPTIONS)

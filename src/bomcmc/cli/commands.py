@@ -8,17 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-
-# knob flag -> keyword argument of bomcmc.sample
-KNOB_FLAGS = {"step_size": "step_size", "steps": "steps", "random_steps": "random_steps",
-              "target_accept": "target_accept", "dense_mass": "dense_mass",
-              "max_tree_depth": "max_tree_depth", "fixed_point_steps": "fixed_point_steps",
-              "eps_bounds": "eps_bounds",
-              "steps_bounds": "steps_bounds", "reward": "reward", "mass": "mass",
-              "acquisition": "acquisition", "schedule": "schedule", "bo_steps": "bo_steps",
-              "batch": "batch", "steps_cap": "steps_cap",
-              "k": "k", "gamma": "gamma", "k_bounds": "k_bounds",
-              "gamma_bounds": "gamma_bounds", "policy_size": "policy_size"}
+from .flags import given_options
 
 
 def sample_kwargs(args: argparse.Namespace) -> dict:
@@ -40,11 +30,7 @@ def sample_kwargs(args: argparse.Namespace) -> dict:
     )
     if args.adapt is not None:
         kw["adapt"] = None if args.adapt == "none" else args.adapt
-    for flag, kwarg in KNOB_FLAGS.items():
-        v = getattr(args, flag)
-        if v is not None:
-            kw[kwarg] = v
-    return kw
+    return {**kw, **given_options(args)}
 
 
 def cmd_posteriors(args) -> int:

@@ -1,16 +1,14 @@
 """The `bomcmc` command line (argparse).
 
     bomcmc posteriors
-    bomcmc sample --posterior NAME | --model FILE.py:NAME [--sampler hmc|nuts|nuts_async|ahmc|two_phase] [--step-size E] [--steps L]
-                  [--random-steps]
-                  [--adapt window|none] [--target-accept P] [--dense-mass] [--max-tree-depth D]
-                  [--eps-bounds A B] [--steps-bounds A B] [--reward esjd|ess|acf]
-                  [--mass diag|identity] [--acquisition ucb|ei] [--schedule NAME] [--bo-steps K]
-                  [--k K...] [--gamma G...] [--k-bounds A B] [--gamma-bounds A B]
-                  [--policy-size M]
-                  [--chains C] [--draws N] [--warmup W] [--seed S] --out DIR
-                  [--thin K] [--chunk-size K] [--float64] [--overwrite] [--no-progress]
-                  [--init-jitter X] [--json]
+    bomcmc sample --posterior NAME | --model FILE.py:NAME [--sampler NAME] --out DIR
+                  [--chains C] [--draws N] [--warmup W] [--seed S] [--thin K]
+                  [--chunk-size K] [--float64] [--overwrite] [--save-warmup]
+                  [--init-jitter X] [--adapt window|dual_averaging|none]
+                  [--no-progress] [--json] [--plots | --no-plots] [--var NAME]
+                  [sampler options: --step-size X, --steps N, --target-accept P,
+                   --eps-bounds LO HI, ... one flag per option of any sampler's schema
+                   (bomcmc.schemas; cli/flags.py), listed by `bomcmc sample --help`]
     bomcmc resume DIR [--no-progress] [--json]
     bomcmc summary DIR [--json]
     bomcmc bnn fit DATA.csv --target COLS --out DIR [...]   (cli/bnn.py)
@@ -30,9 +28,12 @@ import os
 import sys
 from pathlib import Path
 
+from .. import schemas
 from . import commands
+from .flags import add_sampler_flags
 
 PROG = "bomcmc"
+DEFAULT_SAMPLER = "ahmc"  # bomcmc.registry.DEFAULT (tests/test_cli.py holds them equal)
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPT = 130
@@ -126,11 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "(no arguments, e.g. functools.partial(model, y)), a "
                            "bomcmc.Posterior, a pymc.Model, or a JAX log density with its "
                            "initial position in NAME_init; `resume` loads it again")
-    s.add_argument("--sampler", default="ahmc", metavar="NAME",
-                   help="hmc, nuts, nuts_async, ahmc or two_phase (default: ahmc, the "
-                        "self-tuning sampler; docs/defaults.md); rmhmc or armhmc for a "
-                        "posterior with a metric (logistic-*); for spin posteriors im, "
-                        "im_expert, im_unif, im_bayesopt, im_bandit or kawasaki")
+    s.add_argument("--sampler", default=DEFAULT_SAMPLER, metavar="NAME",
+                   help=f"{', '.join(schemas.SAMPLERS)} (default: {DEFAULT_SAMPLER}, the "
+                        "self-tuning sampler; docs/defaults.md); rmhmc and armhmc sample "
+                        "posteriors with a metric (logistic-*, lgcp-*, sv-*), the im* samplers "
+                        "and kawasaki spin posteriors")
     s.add_argument("--out", required=True, metavar="DIR", help="run directory (required)")
     s.add_argument("--chains", type=positive_int, default=4, help="chains (default: 4)")
     s.add_argument("--draws", type=positive_int, default=1000,
@@ -150,61 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "warmup_sample_stats)")
     s.add_argument("--init-jitter", type=nonneg_float, default=0.0, metavar="X",
                    help="scale of the random jitter of each chain's start (default: 0)")
-    knobs = s.add_argument_group("sampler knobs (only those given are passed; the sampler's "
-                                 "defaults apply to the rest)")
-    knobs.add_argument("--step-size", type=positive_float, default=None, metavar="E",
-                       help="leapfrog step size ε")
-    knobs.add_argument("--steps", type=positive_int, default=None, metavar="L",
-                       help="leapfrog steps per transition (the maximum with --random-steps)")
-    knobs.add_argument("--random-steps", action="store_const", const=True, default=None,
-                       help="draw the number of steps uniformly from 1..L at each transition")
-    knobs.add_argument("--target-accept", type=probability, default=None, metavar="P",
-                       help="warm-up target acceptance (default: 0.8)")
-    knobs.add_argument("--dense-mass", action="store_const", const=True, default=None,
-                       help="nuts: adapt a dense mass matrix (default: diagonal)")
-    knobs.add_argument("--fixed-point-steps", type=positive_int, default=None, metavar="K",
-                       help="rmhmc, armhmc: iterations of each implicit leapfrog step "
-                            "(default: 6)")
-    knobs.add_argument("--max-tree-depth", type=positive_int, default=None, metavar="D",
-                       help="nuts: maximum tree depth (default: 10)")
-    ahmc = s.add_argument_group("adaptive HMC (--sampler ahmc: the GP bandit tunes ε and L; "
-                                "only the options given are passed)")
-    ahmc.add_argument("--eps-bounds", type=positive_float, nargs=2, default=None,
-                      metavar=("A", "B"), help="the step-size box (default: [ε₀/10, 10 ε₀] "
-                      "around Stan's heuristic ε₀)")
-    ahmc.add_argument("--steps-bounds", type=positive_int, nargs=2, default=None,
-                      metavar=("A", "B"), help="the trajectory-length box (default: 1 100)")
-    ahmc.add_argument("--reward", choices=("esjd", "ess", "acf"), default=None,
-                      help="the bandit's reward (default: esjd, ESJD/√L)")
-    ahmc.add_argument("--mass", choices=("auto", "diag", "dense", "identity"), default=None,
-                      help="the metric learned in burn-in (default: auto, diagonal or dense "
-                      "as the correlations call for)")
-    ahmc.add_argument("--acquisition", choices=("ucb", "ei"), default=None,
-                      help="acquisition function (default: ucb, annealed)")
-    ahmc.add_argument("--schedule", choices=("inverse_sqrt", "exponential", "power"),
-                      default=None, help="annealing schedule p_i (default: inverse_sqrt)")
-    ahmc.add_argument("--bo-steps", type=positive_int, default=None, metavar="K",
-                      help="BO steps in burn-in (default: 100; m = warmup // K transitions each)")
-    ahmc.add_argument("--batch", type=positive_int, default=None, metavar="G",
-                      help="burn-in: chain groups, each running its own (ε, L) every BO step "
-                      "(default: min(4, chains // 2); 1: one shared setting, as the paper)")
-    ahmc.add_argument("--steps-cap", type=nonneg_int, default=None, metavar="C",
-                      help="the L box starts at {1..C} and doubles while the best L is near "
-                      "its top (default: 8; 0: the whole box from the start, as the paper)")
-    spins = s.add_argument_group("spin samplers (--sampler im...; docs/spins.md)")
-    spins.add_argument("--k", type=positive_int, nargs="+", default=None, metavar="K",
-                       help="im: walk length(s); several make a policy drawn from per move")
-    spins.add_argument("--gamma", type=nonneg_float, nargs="+", default=None, metavar="G",
-                       help="im: the walk's bias γ (one, or one per --k)")
-    spins.add_argument("--k-bounds", type=positive_int, nargs=2, default=None,
-                       metavar=("A", "B"), help="im_unif, im_bayesopt, im_bandit: the k box")
-    spins.add_argument("--gamma-bounds", type=nonneg_float, nargs=2, default=None,
-                       metavar=("A", "B"), help="im_unif, im_bayesopt, im_bandit: the γ box "
-                       "(default: the model's, else 0 to 2β)")
-    spins.add_argument("--policy-size", type=positive_int, default=None, metavar="M",
-                       help="im_bayesopt: settings in the SIR policy (default: 1000)")
-    s.add_argument("--adapt", default=None, metavar="NAME",
-                   help="warm-up adaptation: 'window' (Stan's; the default for nuts) or 'none'")
+    add_sampler_flags(s)
+    s.add_argument("--adapt", default=None, choices=("window", "dual_averaging", "none"),
+                   help="warm-up adaptation: 'window' (Stan's; the default for nuts and "
+                        "nuts_async), 'dual_averaging' (the step size only) or 'none'")
     _output_flags(s)
 
     r = sub.add_parser("resume", help="continue an interrupted run",

@@ -5,6 +5,6 @@ compiled loops), `engine` (keys, sharding, compilation), `host_loop` (chunks, tu
 progress), `assemble` (InferenceData and totals) and `api` (`sample`, `resume`, `load`).
 """
 
-from .api import SampleResult, load, resume, sample
+from .api import SampleResult, load, resume, run_spec, sample
 
-__all__ = ["SampleResult", "load", "resume", "sample"]
+__all__ = ["SampleResult", "load", "resume", "run_spec", "sample"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
@@ -69,7 +68,7 @@ def assemble(run: Run, store, wall_total: float):
         "posterior": spec.posterior,
         "posterior_name": flat.source.name,  # a user's own posterior is "custom" in spec
         "seed": spec.seed,
-        "config": json.dumps(dataclasses.asdict(spec), sort_keys=True),
+        "config": json.dumps(spec.to_json(), sort_keys=True),
         "totals": json.dumps(totals, sort_keys=True),
     }
     constrained = flat.constrained(positions)

@@ -82,10 +82,11 @@ class Run:
         self.kernel = sampler.kernel
         self.store = store
         self.tuner = tuner or FixedTuner()
-        self.adapter = get_adapter(spec.adapt, spec.adapt_options) if spec.adapt else None
+        cfg = spec.config
+        self.adapter = get_adapter(cfg.adapt, cfg.adapter_options) if cfg.adapt else None
         if self.adapter is not None and spec.warmup == 0:
-            raise BomcmcError(f"adapt='{spec.adapt}' needs warmup > 0")
-        one = _make_knobs(self.kernel, self.flat.dim, spec.knobs)
+            raise BomcmcError(f"adapt='{cfg.adapt}' needs warmup > 0")
+        one = _make_knobs(self.kernel, self.flat.dim, cfg.knobs)
         self.knobs = jax.tree_util.tree_map(
             lambda a: np.broadcast_to(a, (spec.chains,) + np.shape(a)).copy(), one
         )

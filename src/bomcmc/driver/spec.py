@@ -1,4 +1,9 @@
-"""The run's specification: what config.json holds, validated, and its JSON form."""
+"""The run's specification: what config.json holds, validated, and its JSON form.
+
+config.json is the RunSpec's fields, with the `SamplerConfig`'s four spread at the top level
+(`knobs`, `adapt`, `adapter_options`, `tuner_options`); a run written before the
+SamplerConfig has `adapt_options` for `adapter_options`, and still loads.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import BomcmcError
+from ..options import SamplerConfig
 from ..posterior import INIT_STRATEGIES
 from ..validation import choice, integer
 
@@ -30,10 +36,7 @@ class RunSpec:
     init_strategy: str = "uniform"  # dispersed starts; "init": every chain at the init
     init_per_chain: bool = False  # the init held one start per chain (a leading chain axis)
     save_warmup: bool = False
-    knobs: dict = dataclasses.field(default_factory=dict)
-    adapt: str | None = None
-    adapt_options: dict = dataclasses.field(default_factory=dict)
-    tuner_options: dict | None = None  # options of the sampler's default tuner ("ahmc")
+    config: SamplerConfig = SamplerConfig()  # knobs, adapter and tuner options, validated
     max_grad: int | None = None  # stop after the chunk whose gradients per chain reach this
     model: str | None = None  # FILE.py:NAME of a model loaded from a file; resume reloads it
     version: str = __version__
@@ -54,6 +57,29 @@ class RunSpec:
     @property
     def total_iterations(self) -> int:
         return self.warmup + self.draws * self.thin
+
+    def to_json(self) -> dict:
+        """config.json's content: the fields, the SamplerConfig's spread at the top level."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**out.pop("config")._asdict(), **out}
+
+    @classmethod
+    def from_json(cls, cfg: dict) -> "RunSpec":
+        """The RunSpec of a config.json (TypeError on unknown or missing fields)."""
+        cfg = dict(cfg)
+        if "adapt_options" in cfg:  # written before the SamplerConfig
+            cfg.setdefault("adapter_options", cfg.pop("adapt_options"))
+        config = SamplerConfig(**{k: cfg.pop(k) for k in SamplerConfig._fields if k in cfg})
+        return cls(**cfg, config=config._replace(knobs=config.knobs or {},
+                                                 adapter_options=config.adapter_options or {}))
+
+
+def json_config(config: SamplerConfig) -> SamplerConfig:
+    """The config with its values as config.json stores them (what a resumed run reads)."""
+    return config._replace(
+        knobs={k: jsonable(v) for k, v in config.knobs.items()},
+        adapter_options={k: jsonable(v) for k, v in config.adapter_options.items()},
+        tuner_options=None if config.tuner_options is None else json_options(config.tuner_options))
 
 
 def json_options(options: dict) -> dict:

@@ -30,13 +30,12 @@ from blackjax.mcmc import termination as bj_termination
 from blackjax.mcmc import trajectory as bj_trajectory
 
 from ..config import float_dtype
-from ..validation import inverse_mass, positive_number, probability, tree_depth
+from ..validation import inverse_mass, positive_number, tree_depth
 from .base import Kernel
 from .hmc import HMCState
 
 MAX_ENERGY_ERROR = 1000.0  # H − H₀ above this is a divergence (Stan's and BlackJAX's default)
 DEFAULT_MAX_TREE_DEPTH = 10  # Stan's max_depth, BlackJAX's max_num_doublings
-DEFAULT_TARGET_ACCEPT = 0.8  # δ: Stan's adapt_delta
 
 NUTSState = HMCState  # position, logdensity, logdensity_grad: BlackJAX's HMCState field for field
 
@@ -47,7 +46,6 @@ class NUTSKnobs(NamedTuple):
     max_tree_depth: jax.Array  # int32: at most this many doublings (runtime, ≤ capacity)
     tree_capacity: jax.Array  # (capacity,) zeros: only its static *shape* is read, the rows
     #                           of the U-turn checkpoint buffer (= max_tree_depth at make_knobs)
-    target_accept: jax.Array  # δ for warm-up adaptation; the kernel ignores it
 
 
 class NUTSInfo(NamedTuple):
@@ -154,19 +152,17 @@ def make_knobs(
     inverse_mass_matrix=None,
     dense_mass: bool = False,
     max_tree_depth: int = DEFAULT_MAX_TREE_DEPTH,
-    target_accept: float = DEFAULT_TARGET_ACCEPT,
 ) -> NUTSKnobs:
     """Validated knobs for one chain.
 
     `step_size` defaults to Stan's 1 (warm-up adaptation replaces it). The metric is
     diagonal unless `dense_mass=True` or a (d, d) `inverse_mass_matrix` is given; the choice
     fixes the knob's shape for the run. `max_tree_depth` also fixes the capacity of the
-    U-turn buffer: later values above it are clipped to it. `target_accept` is δ for the
-    "window" warm-up adapter, which reads it from these knobs.
+    U-turn buffer: later values above it are clipped to it. The warm-up's target
+    acceptance δ is the adapter's option (`target_accept`), not a knob.
     """
     positive_number("step_size", step_size)
     tree_depth(max_tree_depth)
-    probability("target_accept", target_accept)
     inv_mass = inverse_mass(dim, inverse_mass_matrix, dense_mass)
     dtype = float_dtype()
     depth = int(max_tree_depth)
@@ -175,7 +171,6 @@ def make_knobs(
         inverse_mass_matrix=inv_mass.astype(dtype),
         max_tree_depth=np.asarray(depth, np.int32),
         tree_capacity=np.zeros((depth,), np.int8),
-        target_accept=np.asarray(target_accept, dtype),
     )
 
 

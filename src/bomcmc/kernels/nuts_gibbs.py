@@ -54,7 +54,7 @@ import numpy as np
 
 from ..config import float_dtype
 from ..errors import BomcmcError
-from ..validation import positive_number, probability, tree_depth
+from ..validation import positive_number, tree_depth
 from . import nuts
 from .base import Kernel
 from .neal_gibbs_hmc import gibbs_then_condition
@@ -74,7 +74,6 @@ class NUTSGibbsKnobs(NamedTuple):
     tree_capacity: jax.Array  # (capacity,): only its static shape is read (see kernels/nuts.py)
     sample_sigmas: jax.Array  # bool: Gibbs-draw the weight groups' precisions
     sample_noise: jax.Array  # bool: Gibbs-draw the noise precisions
-    target_accept: jax.Array  # δ for the "dual_averaging" warm-up; the kernel ignores it
 
 
 NUTSGibbsInfo = nuts.NUTSInfo  # acceptance and tree of the weights' NUTS; n_grad + 1
@@ -105,7 +104,6 @@ def nuts_gibbs_kernel(model, name: str = "nuts_gibbs") -> Kernel:
             inverse_mass_matrix=inv_mass,
             max_tree_depth=knobs.max_tree_depth,
             tree_capacity=knobs.tree_capacity,
-            target_accept=knobs.target_accept,
         )
         w_state, w_info = nuts.step(k_nuts, nuts.NUTSState(w0, logp, grad), cond_logdensity,
                                     nuts_knobs, max_energy_error)
@@ -128,14 +126,12 @@ def nuts_gibbs_kernel(model, name: str = "nuts_gibbs") -> Kernel:
 
     def make_knobs(d: int, step_size: float = DEFAULT_STEP_SIZE,
                    max_tree_depth: int = nuts.DEFAULT_MAX_TREE_DEPTH,
-                   sample_sigmas: bool = True, sample_noise: bool = True,
-                   target_accept: float = nuts.DEFAULT_TARGET_ACCEPT) -> NUTSGibbsKnobs:
+                   sample_sigmas: bool = True, sample_noise: bool = True) -> NUTSGibbsKnobs:
         if d != dim:
             raise BomcmcError(f"sampler '{name}' was built for a model of dimension {dim}, "
                               f"but the posterior has dimension {d}")
         positive_number("step_size (η)", step_size)
         tree_depth(max_tree_depth)
-        probability("target_accept", target_accept)
         dtype = float_dtype()
         depth = int(max_tree_depth)
         return NUTSGibbsKnobs(
@@ -144,7 +140,6 @@ def nuts_gibbs_kernel(model, name: str = "nuts_gibbs") -> Kernel:
             tree_capacity=np.zeros((depth,), np.int8),
             sample_sigmas=np.asarray(bool(sample_sigmas)),
             sample_noise=np.asarray(bool(sample_noise)),
-            target_accept=np.asarray(target_accept, dtype),
         )
 
     return Kernel(name=name, init=init, step=step, make_knobs=make_knobs, gibbs_within=True)
