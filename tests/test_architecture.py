@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "bomcmc"
 
 LAYERS = [
     {"errors", "config", "_version"},
-    {"validation", "options"},
+    {"validation", "options", "distributed"},
     {"posterior", "datasets", "store", "schemas"},
     {"kernels", "models"},  # kernels never import models, nor models kernels
     {"adaptation"},  # in-jit warm-up
@@ -97,13 +97,21 @@ def test_imports_run_down_the_layers():
 FORBIDDEN = {
     ("driver", "models"): "the faces (bomcmc.public, the CLI) resolve posterior names and "
                           "load model files; the driver takes a Posterior",
+    ("registry", "models"): "spin models and metrics reach their samplers as the "
+                            "Posterior's fields",
+    ("diagnostics", "tuning"): "plots read what the run recorded (its tuning group), they do "
+                               "not rebuild tuners",
 }
 
 
+def forbidden_edges() -> list[str]:
+    return [f"{where}: {src} imports {dst} ({FORBIDDEN[src, dst]})"
+            for src, dst, where in edges() if (src, dst) in FORBIDDEN]
+
+
 def test_no_forbidden_edge():
-    wrong = [f"{where}: {src} imports {dst} ({FORBIDDEN[src, dst]})"
-             for src, dst, where in edges() if (src, dst) in FORBIDDEN]
-    assert not wrong, "\n".join(wrong)
+    wrong = forbidden_edges()
+    assert not wrong, "forbidden imports:\n" + "\n".join(wrong)
 
 
 def test_no_cycle_between_units():
@@ -155,3 +163,44 @@ def test_every_package_has_an_init():
     missing = sorted(str(d.relative_to(SRC)) for d in SRC.rglob("*")
                      if d.is_dir() and any(d.glob("*.py")) and not (d / "__init__.py").exists())
     assert not missing, missing
+
+
+def discovery_calls(root: Path) -> list[str]:
+    """Every `hasattr(...)` and `getattr(...)` call in the modules under `root`: the driver
+    reaches its collaborators through their protocols (Kernel, Tuner, Adapter, Posterior
+    fields), never by probing for attributes."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("hasattr", "getattr")):
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.func.id}")
+    return found
+
+
+def test_driver_discovers_no_protocol():
+    found = discovery_calls(SRC / "driver")
+    assert not found, "attribute probing in driver/:\n" + "\n".join(found)
+
+
+def test_the_checks_catch_a_forbidden_edge_and_probing(tmp_path, monkeypatch):
+    """A driver that imports models, a plot that imports a tuner, and a getattr in the driver
+    are each reported."""
+    fake = tmp_path / "bomcmc"
+    for unit in ("driver", "models", "diagnostics", "tuning"):
+        (fake / unit).mkdir(parents=True)
+    (fake / "driver" / "api.py").write_text(
+        "from ..models import spins\n\ndef f(t):\n    return getattr(t, 'take_grads', None)\n")
+    (fake / "models" / "spins.py").write_text("X = 1\n")
+    (fake / "diagnostics" / "plots.py").write_text("from ..tuning import gp_bandit\n")
+    (fake / "tuning" / "gp_bandit.py").write_text("Y = 2\n")
+    monkeypatch.setattr(__import__(__name__), "SRC", fake)
+    wrong = forbidden_edges()
+    assert any(w.startswith("driver/api.py:1: driver imports models") for w in wrong)
+    assert any(w.startswith("diagnostics/plots.py:1: diagnostics imports tuning")
+               for w in wrong)
+    assert discovery_calls(fake / "driver") == ["driver/api.py:4 getattr"]
+    with pytest.raises(AssertionError, match="forbidden imports"):
+        test_no_forbidden_edge()
+    with pytest.raises(AssertionError, match="attribute probing"):
+        test_driver_discovers_no_protocol()

@@ -42,10 +42,11 @@ class RunSpec:
     version: str = __version__
 
     def validate(self) -> None:
-        for name in ("chains", "draws", "thin", "chunk_size"):
-            integer(name, getattr(self, name))
-        for name in ("warmup", "seed"):
-            integer(name, getattr(self, name), lo=0)
+        for name, v in (("chains", self.chains), ("draws", self.draws), ("thin", self.thin),
+                        ("chunk_size", self.chunk_size)):
+            integer(name, v)
+        integer("warmup", self.warmup, lo=0)
+        integer("seed", self.seed, lo=0)
         if self.max_grad is not None:
             integer("max_grad", self.max_grad)
         if self.chunk_seconds is not None and not self.chunk_seconds > 0:
@@ -60,8 +61,9 @@ class RunSpec:
 
     def to_json(self) -> dict:
         """config.json's content: the fields, the SamplerConfig's spread at the top level."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {**out.pop("config")._asdict(), **out}
+        out = dataclasses.asdict(self)  # a NamedTuple field stays a tuple: take it as is
+        out.pop("config")
+        return {**self.config._asdict(), **out}
 
     @classmethod
     def from_json(cls, cfg: dict) -> "RunSpec":
