@@ -236,13 +236,8 @@ def _rmhmc_sampler(kind: str, posterior) -> "Sampler":
     kernel = _rmhmc_kernel(posterior, kind)
     if kind == "rmhmc":
         return Sampler(kernel, name=kind)
-    return Sampler(kernel, make_tuner=_make_block_bandit, tuner_options=ARMHMC_OPTIONS,
+    return Sampler(kernel, make_tuner=block_bandit.make_tuner, tuner_options=ARMHMC_OPTIONS,
                    name=kind)
-
-
-def _make_block_bandit(options: dict, spec, flat, states):
-    opts = ahmc_tuner.validate_options(options)
-    return block_bandit.BlockBanditTuner(warmup=spec.warmup, seed=spec.seed, **opts)
 
 
 for _kind in ("rmhmc", "armhmc"):
