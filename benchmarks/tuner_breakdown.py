@@ -27,7 +27,7 @@ PC = time.perf_counter
 def instrument(no_blas_limit: bool, reward_twice: bool):
     from bomcmc.tuning.ahmc_tuner import AHMCTuner
     from bomcmc.tuning import acquisition, rewards
-    from bomcmc.tuning import gp_bandit as gb
+    from bomcmc.tuning import bandit, gp_bandit as gb
     from bomcmc.tuning.gp import GaussianProcess
 
     seconds, calls = collections.defaultdict(float), collections.Counter()
@@ -47,14 +47,14 @@ def instrument(no_blas_limit: bool, reward_twice: bool):
 
     wrap(AHMCTuner, "after_chunk", "after_chunk (all tuner work)")
     wrap(gb.GPBanditTuner, "move", "move")
-    wrap(gb.GPBanditTuner, "propose", "propose")
+    wrap(bandit, "propose", "propose")
     wrap(gb.GPBanditTuner, "observe", "observe")
     wrap(GaussianProcess, "add", "GP add")
     wrap(GaussianProcess, "_factor", "GP factor")
     wrap(acquisition, "direct", "DIRECT")
     wrap(acquisition, "minimize", "polish (L-BFGS-B)")
     if no_blas_limit:
-        gb._one_blas_thread = contextlib.nullcontext
+        bandit.one_blas_thread = contextlib.nullcontext
     if reward_twice:
         orig = rewards.REWARDS["esjd"]
 

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from bomcmc.tuning import bandit
 from bomcmc.tuning.gp_bandit import GPBanditTuner
 
 VARIANTS = {
@@ -31,15 +32,14 @@ VARIANTS = {
 def filled_tuner(n: int, seed: int = 0, **options) -> GPBanditTuner:
     rng = np.random.default_rng(seed)
     tuner = GPBanditTuner(eps_bounds=(0.01, 0.2), steps_bounds=(1, 100), seed=seed, **options)
-    tuner.gp, tuner.point = tuner._make_gp(), (math.log(0.01), 1)
+    tuner.reset_gp()
     lo, hi = tuner.lower, tuner.upper
     while len(tuner.gp.X) < n:
         x = lo + (hi - lo) * rng.random(2)
         x[1] = round(x[1])
         r = 1.0 + math.sin(3 * x[0]) * math.cos(x[1] / 30) + 0.1 * rng.standard_normal()
-        tuner.gp.add(x, r)
-        tuner.max_reward = r if tuner.max_reward is None else max(tuner.max_reward, r)
-    tuner.i = n
+        tuner.bandit = bandit.observe(tuner.bandit, x, r)  # the GP and max_j r_j
+    tuner.bandit = tuner.bandit._replace(i=n, point=(math.log(0.01), 1))
     return tuner
 
 

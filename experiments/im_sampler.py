@@ -72,8 +72,8 @@ def one_trial(posterior: str, sampler: str, seed: int, warmup: int, draws: int,
         out["lp_trace"] = lp[:4000].tolist()
     if "tuning" in res.idata.groups():
         state = json.loads(res.idata.tuning.attrs["tuner_state"])
-        out["tuner_state"] = {k: state[k] for k in ("gp", "steps_bounds", "gamma_bounds",
-                                                    "config") if k in state}
+        out["tuner_state"] = {k: state[k] for k in ("gp", "box", "steps_bounds",
+                                                    "gamma_bounds", "config") if k in state}
         pol = state.get("policy")
         if pol:
             out["policy"] = {k: pol[k] for k in ("n_unique", "ess", "n_candidates")}

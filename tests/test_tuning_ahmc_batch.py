@@ -10,7 +10,7 @@ import pytest
 
 import bomcmc
 from bomcmc.kernels import ahmc, hmc
-from bomcmc.tuning import ahmc_tuner
+from bomcmc.tuning import ahmc_tuner, bandit, batch_burn_in
 from bomcmc.tuning.ahmc_tuner import AHMCTuner
 from bomcmc.tuning.rewards import esjd
 
@@ -26,18 +26,18 @@ def _tuner(**kw):
 
 
 def test_groups_are_contiguous_and_as_even_as_the_counts_allow():
-    assert AHMCTuner.group_of(8, 4).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
-    assert np.bincount(AHMCTuner.group_of(10, 4)).tolist() == [3, 2, 3, 2]
-    t = _tuner()
-    assert [t.groups(c) for c in (1, 2, 3, 4, 7, 8, 16, 64)] == [1, 1, 1, 2, 3, 4, 4, 4]
-    assert _tuner(batch=1).groups(16) == 1 and _tuner(batch=8).groups(4) == 4
+    assert batch_burn_in.group_of(8, 4).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert np.bincount(batch_burn_in.group_of(10, 4)).tolist() == [3, 2, 3, 2]
+    groups = batch_burn_in.groups
+    assert [groups(None, c) for c in (1, 2, 3, 4, 7, 8, 16, 64)] == [1, 1, 1, 2, 3, 4, 4, 4]
+    assert groups(1, 16) == 1 and groups(8, 4) == 4
 
 
 def test_gp_bucb_batch_spreads_and_leaves_the_gp_alone():
     t = _tuner(steps_cap=0)
-    t.gp = t._make_gp()
+    t.reset_gp()
     for le, L, r in [(math.log(0.1), 10, 1.0), (math.log(0.3), 40, 0.5)]:
-        t.gp.add((le, L), r)
+        t.bandit = bandit.observe(t.bandit, (le, L), r)
     before = t.gp.state_dict()
     batch = t.propose_batch(1.0, 4)
     assert batch[0] == t.propose(1.0)  # the first point is the plain proposal
@@ -47,13 +47,13 @@ def test_gp_bucb_batch_spreads_and_leaves_the_gp_alone():
 
 def test_each_group_observes_its_own_chains():
     t = _tuner()
-    t.points = [(math.log(0.1), 2), (math.log(0.2), 4)]
-    t.gp = t._make_gp()
+    t.set_points([(math.log(0.1), 2), (math.log(0.2), 4)])
+    t.reset_gp()
     jumps = np.array([[1.0] * 5, [3.0] * 5, [10.0] * 5, [20.0] * 5])  # (4 chains, 5)
     info = {"esjd": jumps, "diverging": np.zeros_like(jumps, bool)}
     chunk = {"phase": 0, "positions": np.zeros((4, 5, 2)), "lp": np.zeros((4, 5)),
              "info": info}
-    entries = t._observe_groups(chunk)
+    entries = t.observe_groups(chunk)
     assert [e["group"] for e in entries] == [0, 1]
     assert [e["L"] for e in entries] == [2, 4]
     assert entries[0]["reward"] == pytest.approx(2.0 / math.sqrt(2))  # chains 0, 1
@@ -65,19 +65,26 @@ def test_each_group_observes_its_own_chains():
 
 def test_the_cap_grows_near_its_top_and_carries_over_a_metric_update():
     t = _tuner()  # cap 8
-    t.gp = t._make_gp()
-    t.gp.add((math.log(0.1), 4), 1.0)
-    assert not t._grow_steps() and t.upper[1] == 8  # the best L = 4 is not near 8
-    t.gp.add((math.log(0.1), 7), 3.0)
+    t.reset_gp()
+
+    def grow():
+        t.burn, t.bandit, grown = batch_burn_in.grow_steps(t.burn, t.bandit, t.config,
+                                                           t.steps_max)
+        return grown
+
+    t.bandit = bandit.observe(t.bandit, (math.log(0.1), 4), 1.0)
+    assert not grow() and t.upper[1] == 8  # the best L = 4 is not near 8
+    t.bandit = bandit.observe(t.bandit, (math.log(0.1), 7), 3.0)
     scale = t.gp.lengthscales[1]
-    assert t._grow_steps() and t.upper[1] == 16  # the best L = 7 >= 3/4 of 8: doubled
+    assert grow() and t.upper[1] == 16  # the best L = 7 >= 3/4 of 8: doubled
     assert t.gp.n_obs == 2 and t.gp.lengthscales[1] == pytest.approx(scale * 15 / 7)
-    t.gp.add((math.log(0.1), 15), 9.0)
-    assert t._grow_steps() and t.upper[1] == 32
+    t.bandit = bandit.observe(t.bandit, (math.log(0.1), 15), 9.0)
+    assert grow() and t.upper[1] == 32
     # a metric update: the new epoch's cap is twice the last epoch's best L
-    t.gp = t._make_gp()
-    t.gp.add((math.log(0.1), 5), 1.0)
-    t.steps_cap = max(t.steps_cap_start, 2 * t.incumbent()[1])
+    t.reset_gp()
+    t.bandit = bandit.observe(t.bandit, (math.log(0.1), 5), 1.0)
+    t.burn = t.burn._replace(steps_cap=max(t.steps_cap_start, 2 * t.incumbent()[1]))
+    t.bandit = t.bandit._replace(box=t.capped(t.bandit.box))
     assert t.upper[1] == 10
     full = _tuner(steps_cap=0)
     assert full.upper[1] == 100 and full.steps_cap is None
@@ -88,7 +95,7 @@ def test_batch_burn_in_runs_per_group_knobs_then_one_shared_setting(tmp_path):
     res = bomcmc.sample(posterior="gauss-iid-3", sampler="ahmc", chains=8, warmup=200,
                         draws=40, seed=1, out=out, **FAST)
     recs = [dict(np.load(p)) for p in sorted((out / "chunks").glob("*.npz"))]
-    group = AHMCTuner.group_of(8, 4)
+    group = batch_burn_in.group_of(8, 4)
     for r in recs:
         eps, steps = r["knobs.step_size"], r["knobs.num_steps"]
         for g in range(4):  # one setting per group

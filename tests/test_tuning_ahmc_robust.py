@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import bomcmc
-from bomcmc.tuning import ahmc_tuner, rewards
+from bomcmc.tuning import ahmc_tuner, bandit, learned_metric, rewards
 from bomcmc.tuning.ahmc_tuner import AHMCTuner, needs_dense
 
 FAST = dict(chains=4, progress=False, float64=True, adapt=None)
@@ -63,12 +63,12 @@ def test_auto_keeps_a_diagonal_metric_for_independent_coordinates():
 def test_sampling_proposals_stay_near_the_incumbent():
     t = AHMCTuner(warmup=100, eps_bounds=(1e-3, 1.0), steps_bounds=(1, 100), seed=0,
                   steps_cap=0)
-    t.gp = t._make_gp()
-    t.gp.add((np.log(0.1), 20), 1.0)
-    t.i = 50  # burn-in: the whole box
+    t.reset_gp()
+    t.bandit = bandit.observe(t.bandit, (np.log(0.1), 20), 1.0)
+    t.bandit = t.bandit._replace(i=50)  # burn-in: the whole box
     lo, hi = t.search_box()
     np.testing.assert_allclose([lo, hi], [t.lower, t.upper])
-    t.i = 150  # sampling: a factor TRUST around (0.1, 20)
+    t.bandit = t.bandit._replace(i=150)  # sampling: a factor TRUST around (0.1, 20)
     lo, hi = t.search_box()
     f = ahmc_tuner.TRUST
     np.testing.assert_allclose(np.exp([lo[0], hi[0]]), [0.1 / f, 0.1 * f])
@@ -112,10 +112,11 @@ def test_laplace_metric_ignores_a_chain_that_stalled_far_from_the_mode():
     far = mode.copy()
     far[0] += 100 * np.sqrt(laplace[0, 0])
     starts = np.stack([mode, mode, mode, far])
-    tuner = AHMCTuner(warmup=100, seed=0, logdensity_fn=f, start_positions=starts)
     knobs = HMCKnobs(np.full(4, 0.1), np.full(4, 5), np.ones((4, 6)), np.ones(4, bool))
-    inv = np.asarray(tuner._laplace_metric(tuner._shape_metric(knobs)).inverse_mass_matrix)
-    assert tuner.metric_kind == "dense"
+    state, knobs = learned_metric.shape_metric(learned_metric.MetricState(), "auto", knobs)
+    state, knobs, grads = learned_metric.laplace_metric(state, "auto", knobs, f, starts)
+    inv = np.asarray(knobs.inverse_mass_matrix)
+    assert state.metric_kind == "dense" and grads == (2 * 6 + 1) * 4
     assert _condition(inv[0], laplace) < 1 + 1e-6
     average = np.linalg.inv(-np.mean([np.asarray(jax.hessian(f)(x)) for x in starts], axis=0))
     assert _condition(average, laplace) > 100

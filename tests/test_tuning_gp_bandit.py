@@ -14,6 +14,7 @@ from scipy import integrate, stats
 import bomcmc
 from bomcmc.kernels.hmc import HMCInfo, HMCKnobs
 from bomcmc.tuning import acquisition, rewards, schedules
+from bomcmc.tuning import bandit
 from bomcmc.tuning.gp import GaussianProcess, se_ard_kernel
 from bomcmc.tuning.gp_bandit import GPBanditTuner
 
@@ -96,12 +97,11 @@ def test_acquisition_value_and_gradient(kind):
     rng = np.random.default_rng(5)
     tuner = GPBanditTuner(eps_bounds=(0.01, 0.2), acquisition=kind)
     tuner.reset_gp()
-    tuner.i = 30
+    tuner.bandit = tuner.bandit._replace(i=30)
     for _ in range(30):
         x = tuner.lower + (tuner.upper - tuner.lower) * rng.uniform(size=2)
         r = 1.0 + math.sin(2 * x[0]) * math.cos(x[1] / 25) + 0.1 * rng.normal()
-        tuner.gp.add(x, r)
-        tuner.max_reward = max(tuner.max_reward or r, r)
+        tuner.bandit = bandit.observe(tuner.bandit, x, r)  # the GP and max_j r_j
     p, s = 0.4, tuner.scale()
     u, u_grad = tuner.acquisition_fn(p), tuner.acquisition_fn(p, grad=True)
     beta = schedules.beta(tuner.gp.n_obs, d=2, delta=0.1)
@@ -271,12 +271,12 @@ def test_tuner_defaults_broadcast_and_chunk_draws():
     np.testing.assert_allclose(kn.step_size, 0.002, rtol=1e-6)
     np.testing.assert_array_equal(kn.num_steps, 1)
     assert t.chunk_draws(kn, 500) == 100
-    t.point = (t.point[0], 30)
+    t.bandit = t.bandit._replace(point=(t.point[0], 30))
     assert t.chunk_draws(kn, 500) == 3
-    t.point = (t.point[0], 100)
+    t.bandit = t.bandit._replace(point=(t.point[0], 100))
     assert t.chunk_draws(kn, 500) == 1
     assert GPBanditTuner().chunk_draws(kn, 77) == 77  # no budget: chunk_size draws
-    t.point = (t.point[0], 1)
+    t.bandit = t.bandit._replace(point=(t.point[0], 1))
     with pytest.warns(UserWarning, match="exceeds chunk_size"):
         assert t.chunk_draws(kn, 50) == 100  # the driver caps it at chunk_size
     t2 = GPBanditTuner(eps_bounds=(0.01, 1), steps_bounds=(2, 50), start="knobs")

@@ -24,7 +24,7 @@ class Probe:
         self.after_chunk = {0: 0.0, 1: 0.0}  # tuner.after_chunk seconds per phase
         self.n_after_chunk = {0: 0, 1: 0}
         self.gp_fit = 0.0  # GaussianProcess.add + the Cholesky factorisations (_factor)
-        self.propose = 0.0  # GPBanditTuner.propose (DIRECT + L-BFGS-B), its _factor excluded
+        self.propose = 0.0  # bandit.propose (DIRECT + L-BFGS-B), its _factor excluded
         self.n_propose = 0
         self._in_propose = False
         self._factor_in_propose = 0.0
@@ -34,7 +34,7 @@ class Probe:
         from bomcmc.driver import engine
         from bomcmc.tuning.ahmc_tuner import AHMCTuner
         from bomcmc.tuning.gp import GaussianProcess
-        from bomcmc.tuning.gp_bandit import GPBanditTuner
+        from bomcmc.tuning import bandit
 
         probe = self
         pc = time.perf_counter
@@ -74,19 +74,19 @@ class Probe:
 
         AHMCTuner.after_chunk = after_chunk
 
-        orig_propose = GPBanditTuner.propose
+        orig_propose = bandit.propose  # the tuners call it through the module
 
-        def propose(tuner, p):
+        def propose(*a, **k):
             t0 = pc()
             probe._in_propose, probe._factor_in_propose = True, 0.0
             try:
-                return orig_propose(tuner, p)
+                return orig_propose(*a, **k)
             finally:
                 probe._in_propose = False
                 probe.propose += pc() - t0 - probe._factor_in_propose
                 probe.n_propose += 1
 
-        GPBanditTuner.propose = propose
+        bandit.propose = propose
 
         orig_add, orig_factor = GaussianProcess.add, GaussianProcess._factor
 

@@ -243,12 +243,7 @@ def _rmhmc_sampler(kind: str, posterior) -> "Sampler":
     kernel, knobs = _rmhmc_kernel(posterior, kind)
     if kind == "rmhmc":
         return _entry(kernel, kind, knobs)
-    return _entry(kernel, kind, knobs, make_tuner=_make_block_bandit)
-
-
-def _make_block_bandit(options: dict, spec, flat, states):
-    opts = ahmc_tuner.validate_options(options)
-    return block_bandit.BlockBanditTuner(warmup=spec.warmup, seed=spec.seed, **opts)
+    return _entry(kernel, kind, knobs, make_tuner=block_bandit.make_tuner)
 
 
 for _kind in ("rmhmc", "armhmc"):

@@ -74,23 +74,17 @@ TUNER_OPTIONS = (
 )
 
 
-def validate_options(options: dict, cv: bool) -> dict:
-    """The tuner options with defaults filled in, checked (one-line BomcmcError)."""
+def with_defaults(options: dict, cv: bool) -> dict:
+    """The tuner options with this sampler's defaults filled in (the tuner checks them):
+    η ∈ DEFAULT_ETA_BOUNDS, L ∈ DEFAULT_STEPS_BOUNDS, a budget of BUDGET_FACTOR × the
+    largest L, the cross-validation reward for a `CVModel`, Wang's exponential schedule."""
     opts = {k: v for k, v in options.items() if v is not None}
-    opts["eps_bounds"] = pair("eps_bounds", opts.get("eps_bounds", DEFAULT_ETA_BOUNDS))
-    opts["steps_bounds"] = pair("steps_bounds", opts.get("steps_bounds", DEFAULT_STEPS_BOUNDS),
-                                 integer=True)
-    budget = opts.get("budget", BUDGET_FACTOR * int(math.floor(opts["steps_bounds"][1])))
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget < 1 \
-            or int(budget) != budget:
-        raise BomcmcError(f"budget must be a positive integer number of leapfrog steps, "
-                          f"got {budget!r}")
-    opts["budget"] = int(budget)
-    reward = opts.get("reward", "cv" if cv else "esjd")
-    if reward in ("cv", "cv_logloss") and not cv:
-        raise BomcmcError(f"reward '{reward}' needs a cross-validation posterior "
-                          "(bomcmc.bnn.cv.CVModel(model, folds).posterior())")
-    opts["reward"] = reward
+    opts.setdefault("eps_bounds", DEFAULT_ETA_BOUNDS)
+    steps = opts.setdefault("steps_bounds", DEFAULT_STEPS_BOUNDS)
+    if "budget" not in opts:
+        pair("steps_bounds", steps, integer=True)
+        opts["budget"] = BUDGET_FACTOR * int(math.floor(steps[1]))
+    opts.setdefault("reward", "cv" if cv else "esjd")
     opts.setdefault("schedule", "exponential")
     opts.setdefault("lam", LAMBDA)
     return opts
@@ -100,8 +94,11 @@ def make_tuner(options: dict, spec, flat, states, *, model) -> GPBanditTuner:
     """The run's GP bandit, from the options config.json records; `model` is the network
     (a `CVModel` gets the cross-validation reward by default)."""
     cv = isinstance(model, CVModel)
-    opts = validate_options(options, cv)
+    opts = with_defaults(options, cv)
     if opts["reward"] in ("cv", "cv_logloss"):
+        if not cv:
+            raise BomcmcError(f"reward '{opts['reward']}' needs a cross-validation posterior "
+                              "(bomcmc.bnn.cv.CVModel(model, folds).posterior())")
         opts["reward"] = cv_reward(model, loss="error" if opts["reward"] == "cv" else "logloss")
     return GPBanditTuner(seed=spec.seed, **opts)
 

@@ -19,12 +19,13 @@ A tuner subclasses `Tuner` and overrides what it needs:
                                              them per chunk, rebuilds the full history on
                                              resume and writes it as the InferenceData
                                              group `tuning`
-    take_grads() -> int                      gradients the tuner spent itself since the last
-                                             call (a heuristic, a Hessian): warm-up work
-    surface() -> dict | None                 the learned surface over the tuner's two knobs
-                                             (names, x, y, mean, sd, tried_x, tried_y,
-                                             tried_n, final), written to the group `tuning`
-                                             so plots need no tuner class; None: none
+    take_grads() -> int                      gradients the tuner spent outside the chunks
+                                             since the last call (a step-size heuristic, a
+                                             Hessian), for the driver to count
+    surface() -> dict | None                 the learned reward surface of a GP tuner, for
+                                             plots: {"names", "x", "y", "mean", "sd",
+                                             "tried_x", "tried_y", "tried_n", "final"}
+                                             (`gp_bandit.bandit_surface`); None otherwise
 """
 
 from __future__ import annotations

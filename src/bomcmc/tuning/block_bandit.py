@@ -25,3 +25,10 @@ class BlockBanditTuner(GPBanditTuner):
 
     def chunk_draws(self, knobs, chunk_size: int) -> int:
         return min(chunk_size, self.block)
+
+
+def make_tuner(options: dict, spec, flat, states) -> BlockBanditTuner:
+    """The block bandit of a run: `options` as config.json records them (checked by the
+    tuner; None: the default)."""
+    given = {k: v for k, v in options.items() if v is not None}
+    return BlockBanditTuner(warmup=spec.warmup, seed=spec.seed, **given)

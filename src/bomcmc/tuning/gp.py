@@ -118,6 +118,14 @@ class GaussianProcess:
         other.X, other.sums, other.counts = self.X.copy(), self.sums.copy(), self.counts.copy()
         return other
 
+    def added(self, x, r: float) -> "GaussianProcess":
+        """A new GP with one more observation (`add`), this one left as it was: the same
+        numbers as `add` in place (the last input added is tried first by both)."""
+        other = self.copy()
+        other._last = self._last
+        other.add(x, r)
+        return other
+
     def mean(self, Xs) -> np.ndarray:
         """The posterior mean μ alone at the rows of Xs: k(Xs, X) α, without the O(n²m)
         triangular solve that the variance needs (the incumbent asks for μ at all n inputs

@@ -31,11 +31,14 @@ Decisions (docs/tuning.md):
 Storage: the driver saves `state_dict(history=False)` and this chunk's `chunk_history()`
 with every chunk, rebuilds the full history on resume (`load_state_dict(state, history)`)
 and writes it as the InferenceData group `tuning` at the end; `tuning_from_idata` and
-`summarize_tuning` (`tuning/history.py`) read that group back. `tuning/ahmc_tuner.py` builds
-on this class
-(`AHMCTuner`: the paper's burn-in schedule, a relative box, a diagonal metric with GP
-resets via `reset_gp`).
+`summarize_tuning` (`tuning/history.py`) read that group back.
+
+The bandit itself is data (`tuning/bandit.py`: a `BanditState` over a `KnobBox`, with pure
+`observe` and `propose`); `GPBanditTuner` keeps the latest state and its history, and maps
+it onto the knobs. `tuning/ahmc_tuner.py` composes that state with a learned metric and a
+batch burn-in.
 """
+
 
 from __future__ import annotations
 
@@ -44,40 +47,61 @@ import warnings
 
 import numpy as np
 
-from . import schedules  # acquisition (scipy.optimize, slow to import) is imported when first used
+from ..errors import BomcmcError
+from ..validation import choice, pair
+from . import bandit, schedules
+from .bandit import LENGTHSCALE_FACTOR, RESCALE, BanditConfig, KnobBox, one_blas_thread
 from .base import SAMPLING, Tuner
 from .gp import NOISE_VAR, SIGNAL_VAR, GaussianProcess
 from .rewards import get_reward
 
-# ℓ_d = 0.2 × range_d ("α = 0.2") and s = 4 / max reward (`update_model.m`): the authors' code
-# for Wang, Mohamed & de Freitas 2013
-LENGTHSCALE_FACTOR = 0.2
-RESCALE = 4.0
+_one_blas_thread = one_blas_thread  # the name other modules imported
+SURFACE_X = 120  # points of `surface`'s grid over the first axis ...
+SURFACE_Y = 301  # ... and at most this many over the second (every integer when they fit)
 
 
-_BLAS = None
+def hmc_box(eps_bounds, steps_bounds) -> KnobBox:
+    """HMC's box: ε ∈ eps_bounds searched on a log scale, L ∈ steps_bounds an integer."""
+    return KnobBox(("step_size", "num_steps"), (float(eps_bounds[0]), float(steps_bounds[0])),
+                   (float(eps_bounds[1]), float(steps_bounds[1])), (False, True), (True, False))
 
 
-def _one_blas_thread():
-    """A context with BLAS on one thread (threadpoolctl, a scikit-learn dependency): the
-    proposal's linear algebra is tiny, and a multi-threaded OpenBLAS spinning up its threads
-    for each L-BFGS-B iteration made it several times slower (docs/tuning.md, "One BLAS
-    thread for a proposal")."""
-    global _BLAS
-    import contextlib
+def box_of_state(state: dict) -> KnobBox | None:
+    """The box of a saved state: its "box", or for a state saved before the box was
+    recorded its "eps_bounds" / "gamma_bounds" and "steps_bounds" (L capped at "steps_cap"
+    where AHMC's L box had grown only so far)."""
+    if "box" in state:
+        return bandit.box_from_json(state["box"])
+    steps = list(state["steps_bounds"])
+    if state.get("gamma_bounds") is not None:
+        g = state["gamma_bounds"]
+        return KnobBox(("gamma", "k"), (float(g[0]), float(steps[0])),
+                       (float(g[1]), float(steps[1])), (False, True), (False, False))
+    if state.get("eps_bounds") is None:
+        return None
+    if state.get("steps_cap"):
+        steps[1] = min(steps[1], state["steps_cap"])
+    return hmc_box(state["eps_bounds"], steps)
 
-    if _BLAS is None:
-        try:
-            from threadpoolctl import ThreadpoolController
 
-            _BLAS = ThreadpoolController()
-        except Exception:  # noqa: BLE001 - optional: without it, BLAS keeps its threads
-            _BLAS = False
-    return _BLAS.limit(limits=1, user_api="blas") if _BLAS else contextlib.nullcontext()
+def check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule) -> None:
+    """The bandit's options (one-line BomcmcError)."""
+    if eps_bounds is not None:
+        pair("eps_bounds", eps_bounds)
+    pair("steps_bounds", steps_bounds, integer=True)
+    if budget is not None and (isinstance(budget, bool) or not isinstance(
+            budget, (int, float, np.integer)) or budget < 1 or int(budget) != budget):
+        raise BomcmcError(f"budget must be a positive integer number of leapfrog steps, "
+                          f"got {budget!r}")
+    choice("acquisition", acquisition, ("ucb", "ei"))
+    choice("start", start, ("corner", "center", "knobs"))
+    if not callable(schedule):
+        choice("schedule", schedule, ("inverse_sqrt", "exponential", "power"))
 
 
 class GPBanditTuner(Tuner):
-    """Tune the shared (ε, L) of HMC by a GP bandit (the `Tuner` protocol, `tuning.base`).
+    """Tune the shared (ε, L) of HMC by a GP bandit (the `Tuner` protocol, `tuning.base`),
+    or any two knobs given as a `box`.
 
     Args:
         eps_bounds: (lo, hi) for ε, searched on a log scale. Default (ε₀/100, 10ε₀).
@@ -92,15 +116,20 @@ class GPBanditTuner(Tuner):
         acquisition: "ucb" (annealed, Wang, Mohamed & de Freitas 2013 §3) or "ei".
         delta: δ of β (0.1). xi: ξ of EI (0.01).
         seed: seeds the proposal coin flips.
-        start: first γ: "corner" (lower corner, as the authors' `ahmc.m`), "center", or "knobs" (the
-            user's step_size and steps, clipped to the box).
+        start: first γ: "corner" (lower corner, as the authors' `ahmc.m`), "center", or
+            "knobs" (the user's knobs, clipped to the box).
         adapt_in_sampling: keep adapting (with probability p_i) after warm-up, as the
             paper's infinite adaptation does (default True).
         maxfun, polish: DIRECT's evaluation budget (200) and the L-BFGS-B polish (on).
         signal_var, noise_var, lengthscale_factor: the GP's fixed hyperparameters.
+        rescale: s = rescale / max_j r_j (4, the authors' code); None: s = 1.
+        box: a `bandit.KnobBox` of two other knobs, in place of eps_bounds and steps_bounds.
     """
 
     name = "gp_bandit"
+    history_keys = ("eps", "L")  # the history's names of the two knobs
+    knobs_hint = ("GPBanditTuner tunes HMC's step_size and num_steps; this sampler's knobs "
+                  "have no num_steps (use sampler='hmc')")
 
     def __init__(self, eps_bounds=None, steps_bounds=(1, 100), reward="esjd",
                  reward_options: dict | None = None, schedule="inverse_sqrt", k: int = 100,
@@ -109,97 +138,131 @@ class GPBanditTuner(Tuner):
                  seed: int = 0, start: str = "corner", adapt_in_sampling: bool = True,
                  maxfun: int = 200, polish: bool = True, signal_var: float = SIGNAL_VAR,
                  noise_var: float = NOISE_VAR,
-                 lengthscale_factor: float = LENGTHSCALE_FACTOR):
-        if eps_bounds is not None and not (0 < eps_bounds[0] <= eps_bounds[1]):
-            raise ValueError(f"eps_bounds must satisfy 0 < lo <= hi, got {eps_bounds}")
-        if not (1 <= math.ceil(steps_bounds[0]) <= math.floor(steps_bounds[1])):
-            raise ValueError(f"steps_bounds must contain an integer >= 1, got {steps_bounds}")
-        if budget is not None and budget < 1:
-            raise ValueError(f"budget must be a positive number of leapfrog steps, got {budget}")
-        if acquisition not in ("ucb", "ei"):
-            raise ValueError(f"acquisition must be 'ucb' or 'ei', got {acquisition!r}")
-        if start not in ("corner", "center", "knobs"):
-            raise ValueError(f"start must be 'corner', 'center' or 'knobs', got {start!r}")
-        self.eps_bounds = None if eps_bounds is None else tuple(map(float, eps_bounds))
-        self.steps_bounds = tuple(map(float, steps_bounds))
-        self.reward_fn = get_reward(reward, **(reward_options or {}))
+                 lengthscale_factor: float = LENGTHSCALE_FACTOR,
+                 rescale: float | None = RESCALE, box: KnobBox | None = None):
+        check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule)
+        try:
+            self.reward_fn = get_reward(reward, **(reward_options or {}))
+        except ValueError as e:
+            raise BomcmcError(str(e)) from None
         self.schedule = schedules.get_schedule(schedule, k=k, lam=lam, gamma=power)
         self.budget = None if budget is None else int(budget)
-        self.acquisition, self.delta, self.xi = acquisition, float(delta), float(xi)
-        self.seed, self.start = int(seed), start
+        self.start = start
         self.adapt_in_sampling = bool(adapt_in_sampling)
-        self.maxfun, self.polish = int(maxfun), bool(polish)
-        self.gp_options = dict(signal_var=signal_var, noise_var=noise_var)
-        self.lengthscale_factor = float(lengthscale_factor)
-        self.gp: GaussianProcess | None = None
-        self.point: tuple[float, int] | None = None  # (log ε, L) for the next chunk
-        self.i = 0  # super-transitions seen
-        self.max_reward: float | None = None  # max_j r_j, for s (the authors' `update_model.m`)
+        self.config = BanditConfig(acquisition, float(delta), float(xi), int(maxfun),
+                                   bool(polish), float(signal_var), float(noise_var),
+                                   float(lengthscale_factor), rescale)
+        self.steps_request = tuple(map(float, steps_bounds))  # for a box relative to ε₀
+        if box is None and eps_bounds is not None:
+            box = hmc_box(eps_bounds, steps_bounds)
+        self.bandit = bandit.init(box, seed)
         self.history: list[dict] = []
         self._flushed = 0  # history entries already handed to the driver (chunk_history)
         self._warned = False
-        self._coin_rng, self._coin_next = None, None  # the coins' generator (`coin`)
 
-    # -- the search box ------------------------------------------------------------------
+    # -- the state, read ---------------------------------------------------------------------
+    @property
+    def gp(self) -> GaussianProcess | None:
+        return self.bandit.gp
+
+    @property
+    def point(self) -> tuple | None:
+        """The current point (log ε, L), in the box's search coordinates."""
+        return self.bandit.point
+
+    @property
+    def i(self) -> int:
+        return self.bandit.i
+
+    @property
+    def max_reward(self) -> float | None:
+        return self.bandit.max_reward
+
+    @property
+    def seed(self) -> int:
+        return self.bandit.seed
+
+    @property
+    def acquisition(self) -> str:
+        return self.config.acquisition
+
     @property
     def lower(self) -> np.ndarray:
-        return np.array([math.log(self.eps_bounds[0]), math.ceil(self.steps_bounds[0])])
+        return bandit.lower(self.bandit.box)
 
     @property
     def upper(self) -> np.ndarray:
-        return np.array([math.log(self.eps_bounds[1]), math.floor(self.steps_bounds[1])])
+        return bandit.upper(self.bandit.box)
 
-    def reset_gp(self) -> None:
-        """Forget every observation (a new GP over the current box) and the rescaling
-        max_j r_j; the step counter i, hence p_i, goes on. For when the rewards seen so far
-        no longer describe the sampler, e.g. after a change of the mass matrix."""
-        self.gp = self._make_gp()
-        self.max_reward = None
+    @property
+    def eps_bounds(self) -> tuple[float, float] | None:
+        box = self.bandit.box
+        return None if box is None else (box.lower[0], box.upper[0])
 
-    def _make_gp(self) -> GaussianProcess:
-        """ℓ = 0.2 × range per dimension (the authors' code for Wang, Mohamed & de Freitas
-        2013); a fixed dimension gets ℓ = 1."""
-        width = self.upper - self.lower
-        scales = np.where(width > 0, self.lengthscale_factor * width, 1.0)
-        return GaussianProcess(scales, **self.gp_options)
-
-    def _snap(self, x) -> tuple[float, int]:
-        """ε stays continuous (log scale), L = round(γ₂), both clipped to the box (as the
-        authors' `ahmc.m`)."""
-        lo, hi = self.lower, self.upper
-        log_eps = float(np.clip(x[0], lo[0], hi[0]))
-        steps = int(np.clip(math.floor(float(x[1]) + 0.5), lo[1], hi[1]))
-        return log_eps, steps
+    @property
+    def steps_bounds(self) -> tuple[float, float]:
+        """The L bounds asked for (the box's own; AHMC's bandit searches a capped box)."""
+        return self.steps_request
 
     @property
     def step_size(self) -> float:
-        return math.exp(self.point[0])
+        """The first knob's value at the current point (ε)."""
+        return bandit.to_knobs(self.bandit.box, self.bandit.point)[0]
 
     @property
     def num_steps(self) -> int:
-        return self.point[1]
+        """The second knob's value at the current point (L)."""
+        return int(self.bandit.point[1])
 
-    # -- the Tuner protocol --------------------------------------------------------------
+    def reset_gp(self) -> None:
+        """`bandit.reset_gp`: a new GP over the current box, max_j r_j forgotten."""
+        self.bandit = bandit.reset_gp(self.bandit, self.config)
+
+    def make_gp(self) -> GaussianProcess:
+        return bandit.make_gp(self.bandit.box, self.config)
+
+    def coin(self, i: int) -> float:
+        return bandit.coin(self.bandit.seed, i)
+
+    def scale(self) -> float:
+        return bandit.scale(self.bandit, self.config)
+
+    def acquisition_fn(self, p: float, grad: bool = False):
+        return bandit.acquisition_fn(self.bandit, self.config, p, grad)
+
+    def propose(self, p: float) -> tuple:
+        """The maximiser of the acquisition over `search_box` (the state is left alone)."""
+        return bandit.propose(self.bandit, self.config, p, self.search_box())[1]
+
+    def search_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where proposals are sought: the whole box (subclasses may narrow it)."""
+        return self.lower, self.upper
+
+    def incumbent(self) -> tuple:
+        return bandit.incumbent(self.bandit)
+
+    def best(self) -> dict:
+        """The incumbent's knobs ({"step_size", "num_steps"} or the box's names) and
+        "mean_reward"."""
+        point = self.incumbent()
+        mean, _ = self.gp.predict(np.array([point], dtype=float))
+        values = bandit.to_knobs(self.bandit.box, point)
+        return {**dict(zip(self.bandit.box.names, values)), "mean_reward": float(mean[0])}
+
+    # -- the Tuner protocol ------------------------------------------------------------------
     def initial_knobs(self, knobs):
-        if not all(hasattr(knobs, f) for f in ("step_size", "num_steps")):
-            from ..errors import BomcmcError
-
-            raise BomcmcError("GPBanditTuner tunes HMC's step_size and num_steps; this "
-                              "sampler's knobs have no num_steps (use sampler='hmc')")
-        eps0 = float(np.mean(np.asarray(knobs.step_size)))
-        if self.eps_bounds is None:
-            self.eps_bounds = (eps0 / 100.0, eps0 * 10.0)
-        self.gp = self._make_gp()
-        self.point = self.start_point(eps0, float(np.mean(np.asarray(knobs.num_steps))))
+        """A fresh GP and the start point; a box relative to ε₀ = the knobs' step size,
+        (ε₀/100, 10 ε₀), when no eps_bounds were given."""
+        box = self.bandit.box
+        names = box.names if box is not None else ("step_size", "num_steps")
+        if not set(names) <= set(getattr(type(knobs), "_fields", ())):
+            raise BomcmcError(self.knobs_hint)
+        initial = [float(np.mean(np.asarray(getattr(knobs, n)))) for n in names]
+        if box is None:
+            box = hmc_box((initial[0] / 100.0, initial[0] * 10.0), self.steps_request)
+        state = bandit.reset_gp(self.bandit._replace(box=box), self.config)
+        self.bandit = state._replace(point=bandit.start_point(box, self.start, initial))
         return self._apply(knobs)
-
-    def start_point(self, eps0: float, steps0: float) -> tuple[float, int]:
-        """The first γ of a (fresh) GP: the box's lower corner, its centre, or (ε₀, L₀)."""
-        if self.start == "corner":
-            return self._snap(self.lower)
-        if self.start == "center":
-            return self._snap((self.lower + self.upper) / 2)
-        return self._snap((math.log(eps0), steps0))
 
     def chunk_draws(self, knobs, chunk_size: int) -> int:
         if self.budget is None:
@@ -220,133 +283,50 @@ class GPBanditTuner(Tuner):
     def after_chunk(self, knobs, chunk: dict):
         if chunk.get("phase") == SAMPLING and not self.adapt_in_sampling:
             return self._apply(knobs)
-        self.i += 1
+        self.bandit = self.bandit._replace(i=self.bandit.i + 1)
         entry = self.observe(chunk)
         self.move(entry)
         self.history.append(entry)
         return self._apply(knobs)
 
-    def observe(self, chunk: dict, point: tuple[float, int] | None = None) -> dict:
-        """Steps 1–2 for chunk i = self.i, run at `point` (default: the current γ): its reward,
-        into the GP if finite. Returns the history entry, with "proposed" still False."""
-        point = self.point if point is None else point
-        eps, steps = math.exp(point[0]), point[1]
-        reward = float(self.reward_fn({**chunk, "num_steps": steps, "step_size": eps}))
-        p = float(self.schedule(self.i))
-        if math.isfinite(reward):
-            self.gp.add(point, reward)
-            self.max_reward = reward if self.max_reward is None else max(self.max_reward, reward)
-        return {"i": self.i, "phase": int(chunk.get("phase", 0)), "eps": eps, "L": steps,
+    def observe(self, chunk: dict, point: tuple | None = None) -> dict:
+        """Steps 1–2 for chunk i: the reward of the chunk run at `point` (default: the
+        current one), into the GP if finite (`bandit.observe`). Returns the history entry,
+        with "proposed" still False."""
+        point = self.bandit.point if point is None else point
+        x, y = bandit.to_knobs(self.bandit.box, point)
+        reward = float(self.reward_fn({**chunk, "num_steps": y, "step_size": x}))
+        p = float(self.schedule(self.bandit.i))
+        self.bandit = bandit.observe(self.bandit, point, reward)
+        kx, ky = self.history_keys
+        return {"i": self.bandit.i, "phase": int(chunk.get("phase", 0)), kx: x, ky: y,
                 "reward": reward if math.isfinite(reward) else None, "p_i": p,
                 "proposed": False}
 
     def move(self, entry: dict) -> None:
-        """Step 3: with probability p_i the maximiser of the acquisition; after a non-finite
-        reward, the incumbent."""
+        """Step 3: with probability p_i the maximiser of the acquisition over `search_box`;
+        after a non-finite reward, the incumbent."""
         p = entry["p_i"]
-        u = self.coin(self.i)
-        proposed = bool(u < p and self.gp.n_obs > 0)
+        state = self.bandit
+        u = bandit.coin(state.seed, state.i)
+        proposed = bool(u < p and state.gp.n_obs > 0)
         if proposed:
-            self.point = self.propose(p)
-        elif entry["reward"] is None and self.gp.n_obs > 0:
-            self.point = self.incumbent()
+            self.bandit, _ = bandit.propose(state, self.config, p, self.search_box())
+        elif entry["reward"] is None and state.gp.n_obs > 0:
+            self.bandit = state._replace(point=bandit.incumbent(state))
         entry["proposed"] = proposed
 
-    def coin(self, i: int) -> float:
-        """u_i ~ U(0, 1): the i-th draw of PCG64(seed) (i ≥ 1), from a generator kept between
-        calls and rebuilt by an exact `advance` when i is not the next one (after a resume),
-        so a resumed run draws the same u_i without storing the generator."""
-        if self._coin_rng is None or self._coin_next != i:
-            bits = np.random.PCG64(self.seed)
-            bits.advance(i - 1)  # one 64-bit output per float64 draw
-            self._coin_rng = np.random.Generator(bits)
-        self._coin_next = i + 1
-        return float(self._coin_rng.random())
-
     def _apply(self, knobs):
-        """Broadcast (ε, L) to the chain axis, keeping the knobs' dtypes and shapes."""
-        eps = np.asarray(knobs.step_size)
-        steps = np.asarray(knobs.num_steps)
-        return knobs._replace(step_size=np.full(eps.shape, self.step_size, eps.dtype),
-                              num_steps=np.full(steps.shape, self.num_steps, steps.dtype))
+        """The current point's knob values broadcast to every chain (and slot), keeping the
+        knobs' dtypes and shapes."""
+        return apply_point(knobs, self.bandit.box, self.bandit.point)
 
-    # -- the bandit ----------------------------------------------------------------------
-    def scale(self) -> float:
-        """s = 4 / max_j r_j (the authors' `update_model.m`), 1 while no reward is positive."""
-        best = self.max_reward
-        return RESCALE / best if best is not None and best > 0 else 1.0
+    def surface(self) -> dict | None:
+        """The current GP's reward surface over the box (`bandit_surface`), None before any
+        observation."""
+        return bandit_surface(self.bandit)
 
-    def acquisition_fn(self, p: float, grad: bool = False):
-        """γ ↦ u(γ) for the current GP and annealing weight p; with grad=True, γ ↦ (u, ∇u).
-
-        Scalar arithmetic on the GP's one-point predictor (`GaussianProcess.point_predictor`),
-        with the formulas of `acquisition`:
-            UCB: u = s·μ + p·√β·σ,            ∇u = s∇μ + p√β ∇σ²/(2σ)
-            EI:  u = gΦ(Z) + σφ(Z), g = sμ − y* − ξ, Z = g/σ;  ∇u = Φ(Z) s∇μ + φ(Z) ∇σ
-        """
-        from . import acquisition
-
-        s = self.scale()
-        predict = self.gp.point_predictor(grad=grad)
-        if self.acquisition == "ucb":
-            beta = schedules.beta(max(self.gp.n_obs, 1), d=2, delta=self.delta)
-
-            def value(mean, var):
-                return acquisition.ucb(mean, math.sqrt(var), s, p, beta)
-
-            def slope(mean, var):  # (∂u/∂μ, ∂u/∂σ)
-                return acquisition.ucb_slope(s, p, beta)
-        else:
-            best = s * float(np.max(self.gp.mean(self.gp.X))) + self.xi  # y* + ξ
-
-            def value(mean, var):
-                return acquisition.improvement(s * mean - best, math.sqrt(var))
-
-            def slope(mean, var):
-                return acquisition.improvement_slope(s * mean - best, math.sqrt(var), s)
-
-        if not grad:
-            def u(x):
-                return value(*predict(np.asarray(x, dtype=float)))
-
-            return u
-
-        def u_and_grad(x):
-            mean, var, dmean, dvar = predict(np.asarray(x, dtype=float))
-            du_dmean, du_dsd = slope(mean, var)
-            sd = math.sqrt(var)
-            dsd = dvar / (2.0 * sd) if sd > 0.0 else np.zeros_like(dvar)
-            return value(mean, var), du_dmean * dmean + du_dsd * dsd
-
-        return u_and_grad
-
-    def propose(self, p: float) -> tuple[float, int]:
-        """argmax u(γ) over the search region (`search_box`) by DIRECT + L-BFGS-B (analytic
-        gradient), snapped to the box and an integer L."""
-        from . import acquisition
-
-        lower, upper = self.search_box()
-        with _one_blas_thread():
-            x, _ = acquisition.maximize(self.acquisition_fn(p), lower, upper,
-                                        maxfun=self.maxfun, polish=self.polish,
-                                        value_and_grad=self.acquisition_fn(p, grad=True))
-        return self._snap(x)
-
-    def search_box(self) -> tuple[np.ndarray, np.ndarray]:
-        """Where proposals are sought: the whole box (subclasses may narrow it)."""
-        return self.lower, self.upper
-
-    def incumbent(self) -> tuple[float, int]:
-        """The observed γ with the highest posterior mean."""
-        return self._snap(self.gp.X[int(np.argmax(self.gp.mean(self.gp.X)))])
-
-    def best(self) -> dict:
-        """{"step_size", "num_steps", "mean_reward"} of the incumbent."""
-        log_eps, steps = self.incumbent()
-        mean, _ = self.gp.predict(np.array([[log_eps, steps]]))
-        return {"step_size": math.exp(log_eps), "num_steps": steps, "mean_reward": float(mean[0])}
-
-    # -- state ---------------------------------------------------------------------------
+    # -- state -------------------------------------------------------------------------------
     def chunk_history(self) -> list[dict]:
         """The history entries added since the last call (at most one per chunk). The driver
         stores them with each chunk, and `state_dict(history=False)` beside them, so a
@@ -357,18 +337,12 @@ class GPBanditTuner(Tuner):
         return new
 
     def state_dict(self, history: bool = True) -> dict:
-        """JSON-able state. `history=False` leaves the history out (what the driver saves
-        with every chunk); "config" records the fixed hyperparameters, which
-        `load_state_dict` does not need but `from_state` (plots) does."""
-        state = {
-            "name": self.name, "i": self.i, "seed": self.seed, "max_reward": self.max_reward,
-            "eps_bounds": None if self.eps_bounds is None else list(self.eps_bounds),
-            "steps_bounds": list(self.steps_bounds),
-            "point": None if self.point is None else [self.point[0], self.point[1]],
-            "gp": None if self.gp is None else self.gp.state_dict(),
-            "config": {**self.gp_options, "lengthscale_factor": self.lengthscale_factor,
-                       "acquisition": self.acquisition, "delta": self.delta, "xi": self.xi},
-        }
+        """The bandit state's `_asdict()` in JSON form (`bandit.to_json`), the tuner's name
+        and "config", the fixed hyperparameters (which `load_state_dict` does not need but
+        `from_state` does); `history=False` leaves the history out (what the driver saves
+        with every chunk)."""
+        state = {"name": self.name, **bandit.to_json(self.bandit),
+                 "config": self.config._asdict()}
         if history:
             state["history"] = [dict(h) for h in self.history]
         return state
@@ -376,17 +350,14 @@ class GPBanditTuner(Tuner):
     def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
         """Restore `state`; the history is `history` when given (rebuilt from the chunks),
         else the state's own (a `state_dict()` with history), else empty."""
-        self.i, self.seed = int(state["i"]), int(state["seed"])
-        self._coin_rng = self._coin_next = None
-        self.max_reward = state["max_reward"]
-        self.eps_bounds = None if state["eps_bounds"] is None else tuple(state["eps_bounds"])
-        self.steps_bounds = tuple(state["steps_bounds"])
+        saved = {k: v for k, v in (state.get("config") or {}).items()
+                 if k in BanditConfig._fields}
+        self.config = self.config._replace(**saved)
+        box = box_of_state(state)
         point = state.get("point", state.get("gamma"))  # "gamma" in runs of bomcmc 0.1.0
-        self.point = None if point is None else (float(point[0]), int(point[1]))
-        self.gp = None
-        if state["gp"] is not None:
-            self.gp = self._make_gp()
-            self.gp.load_state_dict(state["gp"])
+        self.bandit = bandit.from_json(
+            {**state, "box": None if box is None else box._asdict(), "point": point},
+            self.config)
         if history is None:
             history = state.get("history", [])
         self.history = [dict(h) for h in history]
@@ -395,16 +366,53 @@ class GPBanditTuner(Tuner):
     @classmethod
     def from_state(cls, state: dict, history: list[dict] | None = None) -> "GPBanditTuner":
         """A tuner rebuilt from a saved state, with the GP hyperparameters and acquisition it
-        recorded (for reading a finished run: `bomcmc.diagnostics.plots.plot_reward_surface`). The
-        reward and the schedule are not recorded: this tuner is for inspection, not for
-        continuing a run."""
-        cfg = dict(state.get("config") or {})
-        opts = {k: cfg[k] for k in ("signal_var", "noise_var", "lengthscale_factor",
-                                    "acquisition", "delta", "xi") if k in cfg}
-        steps = list(state["steps_bounds"])
-        if state.get("steps_cap"):  # AHMC's grown L box: the GP's length scales are its
-            steps[1] = min(steps[1], state["steps_cap"])
-        tuner = cls(eps_bounds=state["eps_bounds"], steps_bounds=steps, **opts)
+        recorded (for reading a finished run). The reward and the schedule are not recorded:
+        this tuner is for inspection, not for continuing a run."""
+        cfg = {k: v for k, v in (state.get("config") or {}).items()
+               if k in BanditConfig._fields}
+        tuner = cls(**cfg)
         tuner.load_state_dict(state, history)
+        steps = (state.get("config") or {}).get("steps_bounds") or state.get("steps_bounds")
+        if steps is None and tuner.bandit.box is not None:
+            steps = (tuner.bandit.box.lower[1], tuner.bandit.box.upper[1])
+        box = tuner.bandit.box
+        if steps is not None and box is not None and box.names == ("step_size", "num_steps"):
+            # AHMC's bandit searched L up to its cap: read the surface over the whole box
+            # (the GP keeps the length scales it was fitted with)
+            tuner.steps_request = tuple(map(float, steps))
+            tuner.bandit = tuner.bandit._replace(box=box._replace(
+                upper=(box.upper[0], max(box.upper[1], tuner.steps_request[1]))))
         return tuner
 
+
+def apply_point(knobs, box: KnobBox, point):
+    """The knobs with `point`'s values (`bandit.to_knobs`) in every chain (and slot) of the
+    box's knobs, dtypes and shapes kept."""
+    new = {}
+    for name, value in zip(box.names, bandit.to_knobs(box, point)):
+        old = np.asarray(getattr(knobs, name))
+        new[name] = np.full(old.shape, value, old.dtype)
+    return knobs._replace(**new)
+
+
+def bandit_surface(state: bandit.BanditState, nx: int = SURFACE_X,
+                   ny: int = SURFACE_Y) -> dict | None:
+    """The GP's posterior mean and sd over the box, as `diagnostics.plots` draws it: `nx`
+    points over the first axis (search coordinates) × every integer of the second when at
+    most `ny` (else `ny` evenly spaced); the distinct points observed under this GP with
+    their visit counts; the current point. None without an observation."""
+    gp = state.gp
+    if gp is None or gp.n_obs == 0:
+        return None
+    lo, hi = bandit.lower(state.box), bandit.upper(state.box)
+    x = np.linspace(lo[0], hi[0], int(nx))
+    if state.box.integer[1] and hi[1] - lo[1] < ny:
+        y = np.arange(int(lo[1]), int(hi[1]) + 1)
+    else:
+        y = np.linspace(lo[1], hi[1], int(ny))
+    X, Y = np.meshgrid(x, y)
+    mean, var = gp.predict(np.column_stack([X.ravel(), Y.ravel()]))
+    return {"names": state.box.axis_names(), "x": x, "y": y,
+            "mean": mean.reshape(X.shape), "sd": np.sqrt(var).reshape(X.shape),
+            "tried_x": gp.X[:, 0].copy(), "tried_y": gp.X[:, 1].copy(),
+            "tried_n": gp.counts.copy(), "final": tuple(state.point)}

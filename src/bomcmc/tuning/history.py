@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .gp_bandit import GPBanditTuner
+from .gp_bandit import GPBanditTuner, box_of_state
 
 
 def tuning_from_idata(idata) -> tuple[GPBanditTuner, list[dict]] | None:
@@ -21,7 +21,8 @@ def tuning_from_idata(idata) -> tuple[GPBanditTuner, list[dict]] | None:
     if "tuner_state" not in group.attrs:
         return None
     state = json.loads(group.attrs["tuner_state"])
-    if state.get("gp") is None or state.get("eps_bounds") is None:
+    box = box_of_state(state)
+    if state.get("gp") is None or box is None or box.names != ("step_size", "num_steps"):
         return None
     history = history_from_dataset(group)
     return GPBanditTuner.from_state(state, history), history

@@ -4,7 +4,7 @@ Two tuners over the box γ ∈ [γ_lo, γ_hi] × k ∈ {k_lo..k_hi} of `kernels/
 whose knobs hold a policy of M settings (every move draws one uniformly):
 
 - `IMBanditTuner`: the GP bandit of adaptive HMC (`gp_bandit.GPBanditTuner`, Wang, Mohamed &
-  de Freitas 2013) with (γ, k) in place of (log ε, L): after every chunk the reward goes
+  de Freitas 2013) over the box (γ, k) in place of (log ε, L): after every chunk the reward goes
   into the GP and, with the annealed probability p_i, θ moves to the maximiser of UCB. All
   M slots hold the one θ. It adapts in sampling too unless told not to.
 - `IMBayesOptTuner`: Mahendran (2011, ch. 3-4) and Mahendran et al. (2012), "IMBayesOpt".
@@ -40,7 +40,8 @@ import numpy as np
 from ..errors import BomcmcError
 from . import sir_policy
 from .gp import GaussianProcess
-from .gp_bandit import GPBanditTuner
+from .bandit import KnobBox
+from .gp_bandit import GPBanditTuner, box_of_state
 
 POLICY_SIZE = 1000  # M
 TEMPERATURE = 0.1  # T of w ∝ exp(μ / T): the authors' exp(10 μ)
@@ -68,27 +69,27 @@ def check_box(k_bounds, gamma_bounds) -> tuple[tuple[int, int], tuple[float, flo
     return (int(k_lo), int(k_hi)), (g_lo, g_hi)
 
 
+def im_box(k_bounds, gamma_bounds) -> KnobBox:
+    """The IM sampler's box (`check_box`): γ linear, k an integer."""
+    (k_lo, k_hi), (g_lo, g_hi) = check_box(k_bounds, gamma_bounds)
+    return KnobBox(("gamma", "k"), (g_lo, float(k_lo)), (g_hi, float(k_hi)), (False, True),
+                   (False, False))
+
+
 class IMBanditTuner(GPBanditTuner):
-    """The GP bandit over θ = (γ, k) of the IM sampler (module docstring). The point is
-    (γ, k); `GPBanditTuner`'s options apply (reward default "energy_acf", schedule,
+    """The GP bandit over θ = (γ, k) of the IM sampler (module docstring): `GPBanditTuner`
+    over the box `im_box`. Its options apply (reward default "energy_acf", schedule,
     acquisition "ucb", start "center", ...)."""
 
     name = "im_bandit"
+    history_keys = ("gamma", "k")
 
     def __init__(self, k_bounds, gamma_bounds, reward="energy_acf", start: str = "center",
                  **options):
-        (k_lo, k_hi), self.gamma_bounds = check_box(k_bounds, gamma_bounds)
-        super().__init__(eps_bounds=None, steps_bounds=(k_lo, k_hi), reward=reward,
-                         start=start, **options)
-
-    # -- the box: γ linear, k integer --------------------------------------------------------
-    @property
-    def lower(self) -> np.ndarray:
-        return np.array([self.gamma_bounds[0], self.steps_bounds[0]], dtype=float)
-
-    @property
-    def upper(self) -> np.ndarray:
-        return np.array([self.gamma_bounds[1], self.steps_bounds[1]], dtype=float)
+        super().__init__(reward=reward, start=start, box=im_box(k_bounds, gamma_bounds),
+                         **options)
+        self.knobs_hint = (f"{type(self).__name__} tunes the IM sampler's k and gamma; this "
+                           "sampler has no such knobs")
 
     @property
     def gamma(self) -> float:
@@ -98,65 +99,20 @@ class IMBanditTuner(GPBanditTuner):
     def k(self) -> int:
         return int(self.point[1])
 
-    num_steps = k  # GPBanditTuner's name for the integer coordinate
-
-    # -- the Tuner protocol ------------------------------------------------------------------
-    def initial_knobs(self, knobs):
-        if not all(hasattr(knobs, f) for f in ("k", "gamma")):
-            raise BomcmcError(f"{type(self).__name__} tunes the IM sampler's k and gamma; "
-                              "this sampler has no such knobs")
-        self.gp = self._make_gp()
-        g0 = float(np.mean(np.asarray(knobs.gamma)))
-        k0 = float(np.mean(np.asarray(knobs.k)))
-        self.point = self.start_point(g0, k0)
-        return self._apply(knobs)
-
-    def start_point(self, gamma0: float, k0: float) -> tuple[float, int]:
-        if self.start == "corner":
-            return self._snap(self.lower)
-        if self.start == "center":
-            return self._snap((self.lower + self.upper) / 2)
-        return self._snap((gamma0, k0))
+    @property
+    def gamma_bounds(self) -> tuple[float, float]:
+        box = self.bandit.box
+        return box.lower[0], box.upper[0]
 
     def chunk_draws(self, knobs, chunk_size: int) -> int | None:
         """m = 100 moves per chunk, the block whose h is one reward (Mahendran 2011 §4.2.1)."""
         return min(chunk_size, BO_STEP_DRAWS)
 
-    def observe(self, chunk: dict) -> dict:
-        reward = float(self.reward_fn({**chunk, "num_steps": self.k, "step_size": self.gamma}))
-        p = float(self.schedule(self.i))
-        if math.isfinite(reward):
-            self.gp.add(self.point, reward)
-            self.max_reward = reward if self.max_reward is None else max(self.max_reward, reward)
-        return {"i": self.i, "phase": int(chunk.get("phase", 0)), "gamma": self.gamma,
-                "k": self.k, "reward": reward if math.isfinite(reward) else None, "p_i": p,
-                "proposed": False}
 
-    def _apply(self, knobs):
-        """θ in every slot of every chain (dtypes and shapes kept)."""
-        k, g = np.asarray(knobs.k), np.asarray(knobs.gamma)
-        return knobs._replace(k=np.full(k.shape, self.k, k.dtype),
-                              gamma=np.full(g.shape, self.gamma, g.dtype))
-
-    def best(self) -> dict:
-        """{"gamma", "k", "mean_reward"} of the incumbent."""
-        gamma, k = self.incumbent()
-        mean, _ = self.gp.predict(np.array([[gamma, k]]))
-        return {"gamma": gamma, "k": k, "mean_reward": float(mean[0])}
-
-    def state_dict(self, history: bool = True) -> dict:
-        state = super().state_dict(history)
-        state["gamma_bounds"] = list(self.gamma_bounds)
-        return state
-
-    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
-        self.gamma_bounds = tuple(state["gamma_bounds"])
-        super().load_state_dict(state, history)
-
-
-class IMBayesOptTuner(sir_policy.TwoPhases, IMBanditTuner):
+class IMBayesOptTuner(IMBanditTuner):
     """IMBayesOpt (module docstring): EI in the warm-up's BO steps, then a frozen SIR policy
-    of M settings. Needs warmup ≥ 1.
+    of M settings. Needs warmup ≥ 1. Holds the bandit's state and `phases`
+    (`sir_policy.Phases`).
 
     Args:
         k_bounds, gamma_bounds: the box.
@@ -191,19 +147,24 @@ class IMBayesOptTuner(sir_policy.TwoPhases, IMBanditTuner):
         if resampling not in sir_policy.RESAMPLING:
             raise BomcmcError(f"resampling must be one of {', '.join(sir_policy.RESAMPLING)}, "
                               f"got {resampling!r}")
+        # p_i = i⁰ = 1: every BO step proposes; s = 1: the GP sees h as it is (h ≤ 1, signal
+        # variance 1, as the authors' code)
         super().__init__(k_bounds, gamma_bounds, schedule="power", power=0.0,
                          acquisition=acquisition, adapt_in_sampling=False,
                          signal_var=signal_var, noise_var=noise_var,
-                         lengthscale_factor=lengthscale_factor, **options)
+                         lengthscale_factor=lengthscale_factor, rescale=None, **options)
         self.warmup, self.bo_steps = warmup, min(int(bo_steps), warmup)
         self.policy_size, self.temperature = int(policy_size), float(temperature)
         self.n_gamma, self.resampling = int(n_gamma), resampling
-        self.transitions = 0  # warm-up moves seen
-        self.policy: dict | None = None
+        self.phases = sir_policy.Phases()
 
-    def scale(self) -> float:
-        """1: the GP sees h as it is (h ≤ 1, signal variance 1, as the authors' code)."""
-        return 1.0
+    @property
+    def policy(self) -> dict | None:
+        return self.phases.policy
+
+    @property
+    def transitions(self) -> int:
+        return self.phases.transitions
 
     # -- knobs -------------------------------------------------------------------------------
     def _resize(self, knobs):
@@ -211,58 +172,71 @@ class IMBayesOptTuner(sir_policy.TwoPhases, IMBanditTuner):
         shape = k.shape[:-1] + (self.policy_size,)
         return knobs._replace(k=np.zeros(shape, k.dtype), gamma=np.zeros(shape, g.dtype))
 
-    def _policy_knobs(self, knobs):
+    @staticmethod
+    def _policy_knobs(knobs, policy: dict):
         k, g = np.asarray(knobs.k), np.asarray(knobs.gamma)
         return knobs._replace(
-            k=np.broadcast_to(np.asarray(self.policy["k"], k.dtype), k.shape).copy(),
-            gamma=np.broadcast_to(np.asarray(self.policy["gamma"], g.dtype), g.shape).copy())
+            k=np.broadcast_to(np.asarray(policy["k"], k.dtype), k.shape).copy(),
+            gamma=np.broadcast_to(np.asarray(policy["gamma"], g.dtype), g.shape).copy())
 
     # -- the Tuner protocol ------------------------------------------------------------------
     def initial_knobs(self, knobs):
         knobs = super().initial_knobs(self._resize(knobs))
-        return self._policy_knobs(knobs) if self.policy is not None else knobs
+        policy = self.phases.policy
+        return self._policy_knobs(knobs, policy) if policy is not None else knobs
 
     def chunk_draws(self, knobs, chunk_size: int) -> int | None:
         """m (or m + 1) moves per BO step in warm-up; the driver's own lengths after."""
-        if self.policy is not None:
+        if self.phases.policy is not None:
             return None
         m, extra = divmod(self.warmup, self.bo_steps)
         return min(chunk_size, m + (1 if self.i < extra else 0))
 
+    def after_chunk(self, knobs, chunk: dict):
+        self.phases, knobs = sir_policy.phase_step(
+            self.phases, self.warmup, knobs, chunk, super().after_chunk, self.build_policy,
+            self._policy_knobs)
+        return knobs
+
     # -- the policy --------------------------------------------------------------------------
     def build_policy(self) -> dict:
-        """Mahendran 2011, Alg. 2 on the current GP: sets and returns `self.policy`,
-        {"gamma", "k", "weight": M each, "n_candidates", "ess", "n_unique", "temperature",
-        "bo_steps"}."""
+        """Mahendran 2011, Alg. 2 on the current GP: {"gamma", "k", "weight": M each,
+        "n_candidates", "ess", "n_unique", "temperature", "bo_steps"} (the caller keeps it
+        in `phases`)."""
         if self.gp is None or self.gp.n_obs == 0:
             warnings.warn("IMBayesOpt: no finite reward in the adaptation phase; the policy is "
                           "uniform over the box", stacklevel=2)
-        gp = self.gp if self.gp is not None else self._make_gp()
+        gp = self.gp if self.gp is not None else self.make_gp()
         gammas, ks = sir_policy.grid_candidates(self.lower, self.upper, self.n_gamma)
         mu = gp.predict(np.column_stack([gammas, ks.astype(float)]))[0]
         w = sir_policy.sir_weights(mu, self.temperature)
         rng = np.random.default_rng([self.seed, 0, _SIR_STREAM])
         idx = sir_policy.resample(w, self.policy_size, rng, self.resampling)
-        self.policy = {"gamma": gammas[idx].tolist(), "k": [int(v) for v in ks[idx]],
-                       "weight": w[idx].tolist(), "n_candidates": int(w.size),
-                       "ess": float(1.0 / np.sum(w * w)),
-                       "n_unique": int(np.unique(idx).size), "temperature": self.temperature,
-                       "bo_steps": self.i}
-        return self.policy
+        return {"gamma": gammas[idx].tolist(), "k": [int(v) for v in ks[idx]],
+                "weight": w[idx].tolist(), "n_candidates": int(w.size),
+                "ess": float(1.0 / np.sum(w * w)),
+                "n_unique": int(np.unique(idx).size), "temperature": self.temperature,
+                "bo_steps": self.i}
 
     # -- state -------------------------------------------------------------------------------
     def state_dict(self, history: bool = True) -> dict:
-        state = super().state_dict(history)
+        state = {**super().state_dict(history), **sir_policy.phases_to_json(self.phases)}
         state["config"].update(policy_size=self.policy_size, temperature=self.temperature,
                                n_gamma=self.n_gamma, resampling=self.resampling,
                                warmup=self.warmup, bo_steps=self.bo_steps)
         return state
 
+    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
+        super().load_state_dict(state, history)
+        self.phases = sir_policy.phases_from_json(state)
+
 
 def gp_mean_surface(state: dict, n_gamma: int = N_GAMMA):
     """(γ grid, k grid, μ (n_k, n_gamma)) of a saved IM tuner state: the GP mean over the box
     (Mahendran 2011 Figs 4.3, 4.6, 4.9), with the tried points in state["gp"]."""
-    (k_lo, k_hi), (g_lo, g_hi) = check_box(state["steps_bounds"], state["gamma_bounds"])
+    box = box_of_state(state)
+    (k_lo, k_hi), (g_lo, g_hi) = check_box((box.lower[1], box.upper[1]),
+                                           (box.lower[0], box.upper[0]))
     cfg = state.get("config") or {}
     width = np.array([g_hi - g_lo, k_hi - k_lo], dtype=float)
     factor = float(cfg.get("lengthscale_factor", LENGTHSCALE_FACTOR))

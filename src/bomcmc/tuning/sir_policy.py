@@ -19,7 +19,7 @@ so a policy is a deterministic function of (GP, box, options, seed).
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -143,36 +143,39 @@ def build_policy(mean_fn: Callable[[np.ndarray], np.ndarray], lower, upper, m: i
             "n_unique": int(np.unique(idx).size)}
 
 
-class TwoPhases:
-    """The phases of a two-phase tuner (Mahendran 2011, Algs 1–2), mixed in before a tuner
-    that adapts after every chunk: adapt through the `warmup` transitions, build the policy
-    once when they end (`build_policy`, `_policy_knobs` of the subclass), then leave the knobs
-    as they are. Keeps `transitions` (warm-up transitions seen) and `policy` in the state."""
+class Phases(NamedTuple):
+    """Where a two-phase tuner is (Mahendran 2011, Algs 1–2): the warm-up transitions seen,
+    and the frozen policy once built (None while it adapts)."""
 
-    warmup: int
     transitions: int = 0
     policy: dict | None = None
 
-    def after_chunk(self, knobs, chunk: dict):
-        if self.policy is not None:  # sampling phase: the policy is frozen
-            return knobs
-        if int(chunk.get("phase", 0)) == SAMPLING:  # (not reached when warm-up ran fully)
-            self.build_policy()
-            return self._policy_knobs(knobs)
-        knobs = super().after_chunk(knobs, chunk)  # one BO step
-        self.transitions += int(np.shape(chunk["positions"])[1])
-        if self.transitions >= self.warmup:
-            self.build_policy()
-            return self._policy_knobs(knobs)
-        return knobs
 
-    def state_dict(self, history: bool = True) -> dict:
-        state = super().state_dict(history)
-        state["transitions"] = self.transitions
-        state["policy"] = None if self.policy is None else dict(self.policy)
-        return state
+def phase_step(phases: Phases, warmup: int, knobs, chunk: dict,
+               adapt: Callable, build: Callable, apply: Callable) -> tuple[Phases, object]:
+    """One chunk of a two-phase tuner: adapt (`adapt(knobs, chunk) -> knobs`, one BO step)
+    through the `warmup` transitions, build the policy once when they end (`build() ->
+    policy`), then leave the knobs as they are; `apply(knobs, policy)` puts the policy in
+    the knobs."""
+    if phases.policy is not None:  # sampling phase: the policy is frozen
+        return phases, knobs
+    if int(chunk.get("phase", 0)) == SAMPLING:  # (not reached when warm-up ran fully)
+        policy = build()
+        return phases._replace(policy=policy), apply(knobs, policy)
+    knobs = adapt(knobs, chunk)
+    seen = phases.transitions + int(np.shape(chunk["positions"])[1])
+    phases = phases._replace(transitions=seen)
+    if phases.transitions >= warmup:
+        policy = build()
+        return phases._replace(policy=policy), apply(knobs, policy)
+    return phases, knobs
 
-    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
-        super().load_state_dict(state, history)
-        self.transitions = int(state.get("transitions", 0))
-        self.policy = None if state.get("policy") is None else dict(state["policy"])
+
+def phases_to_json(phases: Phases) -> dict:
+    return {"transitions": int(phases.transitions),
+            "policy": None if phases.policy is None else dict(phases.policy)}
+
+
+def phases_from_json(d: dict) -> Phases:
+    return Phases(int(d.get("transitions", 0)),
+                  None if d.get("policy") is None else dict(d["policy"]))

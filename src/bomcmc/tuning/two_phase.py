@@ -16,7 +16,7 @@ resampled. From then on every transition draws one of the M settings uniformly
 the sampling phase is an ordinary (homogeneous) Markov chain. Nothing adapts after warm-up.
 
 The tuner is `tuning.ahmc_tuner.AHMCTuner` (itself a `GPBanditTuner`) with this phase logic on
-top; it reuses AHMC's chunk lengths (the first warmup mod I BO steps one longer), its
+top (`sir_policy.phase_step` over its `sir_policy.Phases`); it reuses AHMC's chunk lengths (the first warmup mod I BO steps one longer), its
 relative ε box [ε₀/10, 10 ε₀] around Stan's heuristic, and its optional diagonal metric
 learned in the first half of the BO steps (with GP resets). With p_i = 1 for every BO step
 of the warm-up, each step proposes (the bandit's coin flip is always heads).
@@ -56,10 +56,11 @@ import numpy as np
 
 from ..errors import BomcmcError
 from ..validation import choice, integer
-from . import ahmc_tuner, sir_policy
-from .ahmc_tuner import AHMCTuner
+from . import sir_policy
+from .ahmc_tuner import AHMCTuner, given
 
 POLICY_SIZE = 50  # M: slots of the mixture kernel
+MAX_POLICY_SIZE = 100_000
 TEMPERATURE = 0.05  # T of w ∝ exp(μ / (T c)) (the authors' code: exp(10 μ); see the docstring)
 ACF_DRAWS = 50  # default draws per BO step with the "acf" and "ess" rewards
 OTHER_DRAWS = 10  # ... with any other reward (AHMC's m for a 1000-transition burn-in)
@@ -76,10 +77,27 @@ def default_bo_steps(warmup: int, reward) -> int:
     return max(1, min(MAX_BO_STEPS, int(warmup) // m_min))
 
 
-class TwoPhaseTuner(sir_policy.TwoPhases, AHMCTuner):
+def check_options(warmup, policy_size, candidates, n_candidates, temperature,
+                  resampling) -> None:
+    """The policy's options (one-line BomcmcError)."""
+    if warmup < 1:
+        raise BomcmcError("the two-phase tuner builds its policy in warm-up: it needs "
+                          "warmup >= 1")
+    integer("policy_size", policy_size, most=MAX_POLICY_SIZE)
+    choice("candidates", candidates, sir_policy.CANDIDATES)
+    if n_candidates is not None:
+        integer("n_candidates", n_candidates)
+    ok = isinstance(temperature, (int, float, np.number)) and not isinstance(temperature, bool)
+    if not (ok and math.isfinite(float(temperature)) and float(temperature) > 0):
+        raise BomcmcError(f"temperature must be a positive number, got {temperature!r}")
+    choice("resampling", resampling, sir_policy.RESAMPLING)
+
+
+class TwoPhaseTuner(AHMCTuner):
     """Adaptation by EI on a GP for the warm-up's BO steps, then one frozen SIR policy of M
     (ε, L) settings for the mixture kernel (module docstring). Needs knobs with a policy
-    axis: `step_size` and `num_steps` of shape (chains, M) (the sampler "two_phase").
+    axis: `step_size` and `num_steps` of shape (chains, M) (the sampler "two_phase"). Holds
+    AHMC's three states and `phases` (`sir_policy.Phases`).
 
     Args:
         warmup, thin: the run's warm-up transitions and thinning.
@@ -105,42 +123,37 @@ class TwoPhaseTuner(sir_policy.TwoPhases, AHMCTuner):
                  lengthscale_factor: float = LENGTHSCALE_FACTOR, mass: str = "diag",
                  **options):
         warmup = int(warmup)
-        if warmup < 1:
-            raise ValueError("the two-phase tuner adapts in warm-up: it needs warmup >= 1")
-        if isinstance(policy_size, bool) or int(policy_size) != policy_size or policy_size < 1:
-            raise ValueError(f"policy_size must be a positive integer, got {policy_size!r}")
-        if candidates not in sir_policy.CANDIDATES:
-            raise ValueError(f"candidates must be one of {', '.join(sir_policy.CANDIDATES)}, "
-                             f"got {candidates!r}")
-        if n_candidates is not None and (isinstance(n_candidates, bool)
-                                         or int(n_candidates) != n_candidates
-                                         or n_candidates < 1):
-            raise ValueError(f"n_candidates must be a positive integer, got {n_candidates!r}")
-        if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)
-                and temperature > 0):
-            raise ValueError(f"temperature must be a positive number, got {temperature!r}")
-        if resampling not in sir_policy.RESAMPLING:
-            raise ValueError(f"resampling must be one of {', '.join(sir_policy.RESAMPLING)}, "
-                             f"got {resampling!r}")
+        check_options(warmup, policy_size, candidates, n_candidates, temperature, resampling)
         if options.pop("adapt_in_sampling", False):
-            raise ValueError("the two-phase tuner never adapts in sampling (the policy is "
-                             "frozen after warm-up)")
+            raise BomcmcError("the two-phase tuner never adapts in sampling (the policy is "
+                              "frozen after warm-up)")
         if bo_steps is None:
             bo_steps = default_bo_steps(warmup, reward)
+        # batch=1, steps_cap=0: one shared (ε, L) over the whole box, as before AHMC's batch
+        # burn-in; the mixture's knobs are per component, not per chain group. rescale=1:
+        # EI sees μ in units of the best reward c (`policy_scale`), the scale on which the
+        # unit signal variance of Mahendran et al.'s code was set (h ≤ 1); the bandit's
+        # s = 4/c belongs to its signal variance 25 and would leave EI no room to explore.
         super().__init__(warmup=warmup, thin=thin, bo_steps=bo_steps, reward=reward, mass=mass,
                          acquisition=acquisition, start=start, signal_var=signal_var,
                          noise_var=noise_var, lengthscale_factor=lengthscale_factor,
-                         adapt_in_sampling=False, batch=1, steps_cap=0, **options)
-        # batch=1, steps_cap=0: one shared (ε, L) over the whole box, as before AHMC's batch
-        # burn-in; the mixture's knobs are per component, not per chain group
+                         adapt_in_sampling=False, batch=1, steps_cap=0, rescale=1.0,
+                         **options)
         self.warmup = warmup
         self.policy_size = int(policy_size)
         self.candidates = candidates
         self.n_candidates = None if n_candidates is None else int(n_candidates)
         self.temperature = float(temperature)
         self.resampling = resampling
-        self.transitions = 0  # warm-up transitions seen
-        self.policy: dict | None = None  # the frozen SIR policy, once built
+        self.phases = sir_policy.Phases()
+
+    @property
+    def policy(self) -> dict | None:
+        return self.phases.policy
+
+    @property
+    def transitions(self) -> int:
+        return self.phases.transitions
 
     # -- knobs -------------------------------------------------------------------------------
     def _resize(self, knobs):
@@ -157,11 +170,12 @@ class TwoPhaseTuner(sir_policy.TwoPhases, AHMCTuner):
                       axis=1).astype(steps.dtype)
         return knobs._replace(step_size=e, num_steps=s)
 
-    def _policy_knobs(self, knobs):
+    @staticmethod
+    def _policy_knobs(knobs, policy: dict):
         """The M policy settings in every chain's slots (dtypes and shapes kept)."""
         eps, steps = np.asarray(knobs.step_size), np.asarray(knobs.num_steps)
-        e = np.broadcast_to(np.asarray(self.policy["eps"], eps.dtype), eps.shape).copy()
-        s = np.broadcast_to(np.asarray(self.policy["L"], steps.dtype), steps.shape).copy()
+        e = np.broadcast_to(np.asarray(policy["eps"], eps.dtype), eps.shape).copy()
+        s = np.broadcast_to(np.asarray(policy["L"], steps.dtype), steps.shape).copy()
         return knobs._replace(step_size=e, num_steps=s)
 
     # -- the Tuner protocol ------------------------------------------------------------------
@@ -170,30 +184,29 @@ class TwoPhaseTuner(sir_policy.TwoPhases, AHMCTuner):
 
     def chunk_draws(self, knobs, chunk_size: int) -> int | None:
         """m (+1) per BO step in warm-up; the driver's own chunk lengths after."""
-        if self.policy is not None:
+        if self.phases.policy is not None:
             return None
         return super().chunk_draws(knobs, chunk_size)
 
-    # -- the GP's units -----------------------------------------------------------------------
+    def after_chunk(self, knobs, chunk: dict):
+        self.phases, knobs = sir_policy.phase_step(
+            self.phases, self.warmup, knobs, chunk, super().after_chunk, self.build_policy,
+            self._policy_knobs)
+        return knobs
+
+    # -- the policy --------------------------------------------------------------------------
     def policy_scale(self) -> float:
         """c: the best observed reward, or 1 while none is positive."""
         best = self.max_reward
         return best if best is not None and best > 0 else 1.0
 
-    def scale(self) -> float:
-        """s = 1/c: EI sees μ in units of the best reward (the GP mean is linear in the
-        rewards, so this is EI of the GP fitted to r/c), the scale on which the unit signal
-        variance of Mahendran et al.'s code was set (h ≤ 1). The bandit's s = 4/c belongs to
-        its signal variance 25; with variance 1 it leaves EI no room to explore."""
-        return 1.0 / self.policy_scale()
-
-    # -- the policy --------------------------------------------------------------------------
     def build_policy(self) -> dict:
-        """Mahendran 2011, Alg. 2 on the current GP and box; sets and returns `self.policy`."""
+        """Mahendran 2011, Alg. 2 on the current GP and box: the policy (the caller keeps
+        it in `phases`)."""
         if self.gp is None or self.gp.n_obs == 0:
             warnings.warn("two-phase tuner: no finite reward in the adaptation phase; the "
                           "policy is uniform over the box", stacklevel=2)
-        gp = self.gp if self.gp is not None else self._make_gp()
+        gp = self.gp if self.gp is not None else self.make_gp()
         rng = np.random.default_rng([self.seed, 0, _SIR_STREAM])
         c = self.policy_scale()
         policy = sir_policy.build_policy(
@@ -202,16 +215,19 @@ class TwoPhaseTuner(sir_policy.TwoPhases, AHMCTuner):
             temperature=self.temperature * c, method=self.resampling)
         policy.update(candidates=self.candidates, temperature=self.temperature, scale=c,
                       method=self.resampling, bo_steps=self.i)
-        self.policy = policy
         return policy
 
     # -- state -------------------------------------------------------------------------------
     def state_dict(self, history: bool = True) -> dict:
-        state = super().state_dict(history)
+        state = {**super().state_dict(history), **sir_policy.phases_to_json(self.phases)}
         state["config"].update(policy_size=self.policy_size, candidates=self.candidates,
                                n_candidates=self.n_candidates, temperature=self.temperature,
                                resampling=self.resampling, warmup=self.warmup)
         return state
+
+    def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
+        super().load_state_dict(state, history)
+        self.phases = sir_policy.phases_from_json(state)
 
 
 def policy_from_idata(idata) -> dict | None:
@@ -233,52 +249,15 @@ def policy_from_idata(idata) -> dict | None:
 TUNER_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "acquisition", "bo_steps",
                  "policy_size", "candidates", "n_candidates", "temperature", "resampling",
                  "mass", "mass_windows", "eps_factors", "start")
-_CHOICES = {"candidates": ("grid", "lhs"), "resampling": ("systematic", "multinomial")}
-MAX_POLICY_SIZE = 100_000
-
-
-def validate_options(options: dict) -> dict:
-    """The options, checked (one-line BomcmcError) and in JSON form."""
-    opts = dict(options)
-    unknown = sorted(set(opts) - set(TUNER_OPTIONS))
-    if unknown:
-        raise BomcmcError(f"sampler 'two_phase' has no option {', '.join(unknown)} "
-                          f"(options: {', '.join(TUNER_OPTIONS)})")
-    ours = {k: opts.pop(k) for k in ("policy_size", "candidates", "n_candidates",
-                                     "temperature", "resampling") if k in opts}
-    opts = ahmc_tuner.validate_options(opts)
-    for k, v in ours.items():
-        if v is None:
-            continue
-        if k in ("policy_size", "n_candidates"):
-            opts[k] = integer(k, v, most=MAX_POLICY_SIZE if k == "policy_size" else None)
-        elif k == "temperature":
-            ok = isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
-            if not (ok and math.isfinite(float(v)) and float(v) > 0):
-                raise BomcmcError(f"temperature must be a positive number, got {v!r}")
-            opts[k] = float(v)
-        else:
-            choice(k, v, _CHOICES[k])
-            opts[k] = v
-    return opts
 
 
 def make_tuner(options: dict, spec, flat, states):
-    """The two-phase tuner of a run: `options` as config.json records them."""
-    opts = validate_options(options)
-    warmup = int(spec.warmup)
-    if warmup < 1:
-        raise BomcmcError("sampler 'two_phase' builds its policy in warm-up: it needs warmup >= 1")
+    """The two-phase tuner of a run: `options` as config.json records them (checked by the
+    tuner)."""
     # Default reward ESJD/√L, not Mahendran 2011's h(X): h(X) scores mixing per transition and
     # ignores the trajectory's cost, so for HMC it picks long trajectories and loses ESS per
     # gradient (measured in docs/tuning.md, "Two-phase mode").
-    reward = opts.setdefault("reward", "esjd")
-    k = min(opts.get("bo_steps", default_bo_steps(warmup, reward)), warmup)
-    if reward == "acf" and warmup // k < ahmc_tuner.ACF_MIN_DRAWS:
-        raise BomcmcError(f"reward 'acf' needs BO steps of >= {ahmc_tuner.ACF_MIN_DRAWS} draws; "
-                          f"warmup {warmup} with {k} BO steps gives {warmup // k} (use "
-                          f"fewer bo_steps or warmup >= {ahmc_tuner.ACF_MIN_DRAWS * k}; default "
-                          f"bo_steps: warmup // {ACF_DRAWS})")
-    return TwoPhaseTuner(warmup=warmup, thin=spec.thin, seed=spec.seed,
+    return TwoPhaseTuner(warmup=int(spec.warmup), thin=spec.thin, seed=spec.seed,
                          logdensity_fn=flat.logdensity_fn,
-                         start_positions=np.asarray(states.position), **opts)
+                         start_positions=np.asarray(states.position),
+                         **{"reward": "esjd", **given(options)})

@@ -1,0 +1,306 @@
+"""The GP bandit as data: a state and pure functions over it (Wang, Mohamed & de Freitas 2013
+§3; Wang 2012, ch. 3, Algs 2–3; constants from the authors' MATLAB code for the former).
+
+A bandit searches a `KnobBox`: two named knobs, each with its bounds, searched on a log
+scale or not, and integer or not, e.g. (log ε, L) for HMC or (γ, k) for the IM sampler.
+A point is in search coordinates (log ε, not ε). Its `BanditState` is what changes during a
+run: the GP of the observations, the current point, the schedule position i, the largest
+reward max_j r_j (for the rescaling s) and the seed of the coin flips (the i-th coin is the
+i-th draw of PCG64(seed), `coin`, so i is also the generator's position). The incumbent is
+not stored: it is the observed point of highest posterior mean (`incumbent`).
+
+    observe(state, point, reward) -> state        the reward into the GP, if finite
+    propose(state, config, p, region) -> (state, point)   argmax of the acquisition
+    reset_gp(state, config) -> state              a fresh GP over the box, max_j r_j forgotten
+
+Every function returns a new state and leaves its argument alone (the GP of a new state is
+a copy, `GaussianProcess.added`), so a tuner is a thin shell that keeps the latest one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from . import schedules  # acquisition (scipy.optimize, slow to import) is imported when used
+from .gp import NOISE_VAR, SIGNAL_VAR, GaussianProcess
+
+# ℓ_d = 0.2 × range_d ("α = 0.2") and s = 4 / max reward (`update_model.m`): the authors' code
+# for Wang, Mohamed & de Freitas 2013
+LENGTHSCALE_FACTOR = 0.2
+RESCALE = 4.0
+TRUST = 2.0  # `trust_region`: proposals within a factor 2 of the incumbent's knobs
+
+
+class KnobBox(NamedTuple):
+    """The bandit's search box: knob `names` (fields of the kernel's knobs), their `lower`
+    and `upper` bounds in the knobs' own units, which axes are `integer` and which are
+    searched on a `log` scale."""
+
+    names: tuple[str, ...]
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    integer: tuple[bool, ...]
+    log: tuple[bool, ...]
+
+    def axis_names(self) -> tuple[str, ...]:
+        """The search coordinates' names: "log_step_size" for a log axis."""
+        return tuple(("log_" + n) if lg else n for n, lg in zip(self.names, self.log))
+
+
+class BanditConfig(NamedTuple):
+    """The bandit's fixed hyperparameters: the acquisition ("ucb", the annealed UCB of Wang,
+    Mohamed & de Freitas 2013 §3, or "ei") with its δ and ξ, DIRECT's evaluation budget and
+    the L-BFGS-B polish, the GP's variances and length-scale factor, and the rescaling
+    s = rescale / max_j r_j (None: s = 1)."""
+
+    acquisition: str = "ucb"
+    delta: float = 0.1
+    xi: float = 0.01
+    maxfun: int = 200
+    polish: bool = True
+    signal_var: float = SIGNAL_VAR
+    noise_var: float = NOISE_VAR
+    lengthscale_factor: float = LENGTHSCALE_FACTOR
+    rescale: float | None = RESCALE
+
+
+class BanditState(NamedTuple):
+    box: KnobBox | None  # None until the tuner knows it (a box relative to the first knobs)
+    gp: GaussianProcess | None
+    point: tuple | None  # the current point, in search coordinates
+    i: int  # BO steps seen: the schedule's position and the coin generator's
+    max_reward: float | None  # max_j r_j, for s (the authors' `update_model.m`)
+    seed: int  # the coins' generator
+
+
+# -- the box ----------------------------------------------------------------------------------
+def lower(box: KnobBox) -> np.ndarray:
+    """The box's lower corner in search coordinates (log where searched so, ⌈·⌉ if integer)."""
+    return np.array([_coord(v, lg, math.ceil if it else None)
+                     for v, lg, it in zip(box.lower, box.log, box.integer)])
+
+
+def upper(box: KnobBox) -> np.ndarray:
+    """The box's upper corner in search coordinates (⌊·⌋ if integer)."""
+    return np.array([_coord(v, lg, math.floor if it else None)
+                     for v, lg, it in zip(box.upper, box.log, box.integer)])
+
+
+def _coord(v: float, log: bool, rounding):
+    v = math.log(v) if log else v
+    return rounding(v) if rounding else v
+
+
+def to_search(box: KnobBox, values) -> tuple[float, ...]:
+    """Knob values (ε, L) to search coordinates (log ε, L)."""
+    return tuple(math.log(v) if lg else v for v, lg in zip(values, box.log))
+
+
+def to_knobs(box: KnobBox, point) -> tuple:
+    """A point (log ε, L) to knob values (ε, L)."""
+    return tuple(math.exp(x) if lg else x for x, lg in zip(point, box.log))
+
+
+def snap(box: KnobBox, x) -> tuple:
+    """A point clipped to the box, an integer axis rounded (round(γ₂), as the authors'
+    `ahmc.m`); the others stay continuous."""
+    lo, hi = lower(box), upper(box)
+    return tuple(int(np.clip(math.floor(float(x[j]) + 0.5), lo[j], hi[j])) if box.integer[j]
+                 else float(np.clip(x[j], lo[j], hi[j])) for j in range(len(box.names)))
+
+
+def start_point(box: KnobBox, start: str, initial) -> tuple:
+    """The first point of a fresh GP: the box's lower corner ("corner", the authors'
+    `ahmc.m`), its centre ("center"), or the knobs' `initial` values ("knobs")."""
+    lo, hi = lower(box), upper(box)
+    if start == "corner":
+        return snap(box, lo)
+    if start == "center":
+        return snap(box, (lo + hi) / 2)
+    return snap(box, to_search(box, initial))
+
+
+# -- the state --------------------------------------------------------------------------------
+def make_gp(box: KnobBox, config: BanditConfig) -> GaussianProcess:
+    """A GP over the box: ℓ = lengthscale_factor × range per dimension (the authors' code for
+    Wang, Mohamed & de Freitas 2013); a fixed dimension gets ℓ = 1."""
+    width = upper(box) - lower(box)
+    scales = np.where(width > 0, config.lengthscale_factor * width, 1.0)
+    return GaussianProcess(scales, signal_var=config.signal_var, noise_var=config.noise_var)
+
+
+def init(box: KnobBox | None, seed: int) -> BanditState:
+    """A bandit that has seen nothing (no GP until `reset_gp`)."""
+    return BanditState(box=box, gp=None, point=None, i=0, max_reward=None, seed=int(seed))
+
+
+def reset_gp(state: BanditState, config: BanditConfig) -> BanditState:
+    """Forget every observation (a new GP over the current box) and the rescaling max_j r_j;
+    i, hence p_i, goes on. For when the rewards seen so far no longer describe the sampler,
+    e.g. after a change of the mass matrix."""
+    return state._replace(gp=make_gp(state.box, config), max_reward=None)
+
+
+def observe(state: BanditState, point, reward: float) -> BanditState:
+    """Step 2: a finite reward r of `point` into the GP, and max_j r_j updated; a non-finite
+    one is skipped."""
+    if not math.isfinite(reward):
+        return state
+    best = reward if state.max_reward is None else max(state.max_reward, reward)
+    return state._replace(gp=state.gp.added(point, reward), max_reward=best)
+
+
+def coin(seed: int, i: int) -> float:
+    """u_i ~ U(0, 1): the i-th draw of PCG64(seed) (i ≥ 1), reached by an exact `advance`, so
+    a resumed run draws the same u_i without storing the generator."""
+    bits = np.random.PCG64(seed)
+    bits.advance(i - 1)  # one 64-bit output per float64 draw
+    return float(np.random.Generator(bits).random())
+
+
+def incumbent(state: BanditState) -> tuple:
+    """The observed point with the highest posterior mean."""
+    gp = state.gp
+    return snap(state.box, gp.X[int(np.argmax(gp.mean(gp.X)))])
+
+
+def trust_region(state: BanditState, after: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where proposals are sought: the whole box up to BO step `after`, then within a factor
+    TRUST of the incumbent on each axis (inside the box). Adaptive HMC's vanishing
+    adaptation then refines the setting its burn-in found instead of spending
+    super-transitions far from it, where a step size too large for the posterior diverges
+    (docs/tuning.md, "Robust defaults")."""
+    lo_box, hi_box = lower(state.box), upper(state.box)
+    if state.i <= after or state.gp.n_obs == 0:
+        return lo_box, hi_box
+    x = np.asarray(incumbent(state), dtype=float)
+    f = np.array([math.log(TRUST) if lg else TRUST for lg in state.box.log])
+    lo = np.where(state.box.log, x - f, x / f)
+    hi = np.where(state.box.log, x + f, x * f)
+    return np.maximum(lo_box, lo), np.minimum(hi_box, np.maximum(hi, lo_box))
+
+
+def scale(state: BanditState, config: BanditConfig) -> float:
+    """s = rescale / max_j r_j (4 / max_j r_j: the authors' `update_model.m`), 1 while no
+    reward is positive or without rescaling."""
+    best = state.max_reward
+    if config.rescale is None or best is None or not best > 0:
+        return 1.0
+    return config.rescale / best
+
+
+# -- the acquisition --------------------------------------------------------------------------
+def acquisition_fn(state: BanditState, config: BanditConfig, p: float, grad: bool = False):
+    """γ ↦ u(γ) for the state's GP and annealing weight p; with grad=True, γ ↦ (u, ∇u).
+
+    Scalar arithmetic on the GP's one-point predictor (`GaussianProcess.point_predictor`),
+    with the formulas of `acquisition`:
+        UCB: u = s·μ + p·√β·σ,            ∇u = s∇μ + p√β ∇σ²/(2σ)
+        EI:  u = gΦ(Z) + σφ(Z), g = sμ − y* − ξ, Z = g/σ;  ∇u = Φ(Z) s∇μ + φ(Z) ∇σ
+    """
+    from . import acquisition
+
+    gp = state.gp
+    s = scale(state, config)
+    predict = gp.point_predictor(grad=grad)
+    if config.acquisition == "ucb":
+        beta = schedules.beta(max(gp.n_obs, 1), d=2, delta=config.delta)
+
+        def value(mean, var):
+            return acquisition.ucb(mean, math.sqrt(var), s, p, beta)
+
+        def slope(mean, var):  # (∂u/∂μ, ∂u/∂σ)
+            return acquisition.ucb_slope(s, p, beta)
+    else:
+        best = s * float(np.max(gp.mean(gp.X))) + config.xi  # y* + ξ
+
+        def value(mean, var):
+            return acquisition.improvement(s * mean - best, math.sqrt(var))
+
+        def slope(mean, var):
+            return acquisition.improvement_slope(s * mean - best, math.sqrt(var), s)
+
+    if not grad:
+        def u(x):
+            return value(*predict(np.asarray(x, dtype=float)))
+
+        return u
+
+    def u_and_grad(x):
+        mean, var, dmean, dvar = predict(np.asarray(x, dtype=float))
+        du_dmean, du_dsd = slope(mean, var)
+        sd = math.sqrt(var)
+        dsd = dvar / (2.0 * sd) if sd > 0.0 else np.zeros_like(dvar)
+        return value(mean, var), du_dmean * dmean + du_dsd * dsd
+
+    return u_and_grad
+
+
+def propose(state: BanditState, config: BanditConfig, p: float,
+            region: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[BanditState, tuple]:
+    """Step 3's move: argmax u(γ) over `region` (default the box) by DIRECT + L-BFGS-B
+    (analytic gradient), snapped to the box; the state moves there."""
+    from . import acquisition
+
+    lo, hi = region if region is not None else (lower(state.box), upper(state.box))
+    with one_blas_thread():
+        x, _ = acquisition.maximize(acquisition_fn(state, config, p), lo, hi,
+                                    maxfun=config.maxfun, polish=config.polish,
+                                    value_and_grad=acquisition_fn(state, config, p, grad=True))
+    point = snap(state.box, x)
+    return state._replace(point=point), point
+
+
+_BLAS = None
+
+
+def one_blas_thread():
+    """A context with BLAS on one thread (threadpoolctl, a scikit-learn dependency): the
+    proposal's linear algebra is tiny, and a multi-threaded OpenBLAS spinning up its threads
+    for each L-BFGS-B iteration made it several times slower (docs/tuning.md, "One BLAS
+    thread for a proposal")."""
+    global _BLAS
+    if _BLAS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS = ThreadpoolController()
+        except Exception:  # noqa: BLE001 - optional: without it, BLAS keeps its threads
+            _BLAS = False
+    return _BLAS.limit(limits=1, user_api="blas") if _BLAS else contextlib.nullcontext()
+
+
+# -- JSON -------------------------------------------------------------------------------------
+def to_json(state: BanditState) -> dict:
+    """The state's `_asdict()` in JSON form (the GP as its observations)."""
+    box = state.box
+    return {"box": None if box is None else {k: list(v) for k, v in box._asdict().items()},
+            "gp": None if state.gp is None else state.gp.state_dict(),
+            "point": None if state.point is None else list(state.point),
+            "i": int(state.i), "max_reward": state.max_reward, "seed": int(state.seed)}
+
+
+def box_from_json(d: dict | None) -> KnobBox | None:
+    if d is None:
+        return None
+    return KnobBox(tuple(d["names"]), tuple(float(v) for v in d["lower"]),
+                   tuple(float(v) for v in d["upper"]), tuple(bool(v) for v in d["integer"]),
+                   tuple(bool(v) for v in d["log"]))
+
+
+def from_json(d: dict, config: BanditConfig) -> BanditState:
+    """`to_json`'s inverse; the GP gets the box's length scales and `config`'s variances."""
+    box = box_from_json(d["box"])
+    gp = None
+    if d.get("gp") is not None and box is not None:
+        gp = make_gp(box, config)
+        gp.load_state_dict(d["gp"])
+    point = d.get("point")
+    if point is not None and box is not None:
+        point = tuple(int(v) if it else float(v) for v, it in zip(point, box.integer))
+    return BanditState(box=box, gp=gp, point=point, i=int(d["i"]),
+                       max_reward=d.get("max_reward"), seed=int(d["seed"]))
