@@ -274,8 +274,12 @@ def test_history_is_stored_per_chunk_and_in_the_inference_data(tmp_path):
     loaded = bomcmc.load(out).idata
     assert "tuning" in loaded.groups()
     tu = loaded.tuning
-    assert set(tu.data_vars) == {"i", "phase", "eps", "L", "reward", "p_i", "proposed", "epoch",
-                                 "incumbent", "group"}
+    per_step = {k for k in tu.data_vars if tu[k].dims == ("step",)}
+    assert per_step == {"i", "phase", "eps", "L", "reward", "p_i", "proposed", "epoch",
+                        "incumbent", "group"}
+    # the learned surface, for the plots (read without the tuner's code)
+    assert {"surface_mean", "surface_sd", "surface_tried_x", "surface_tried_y",
+            "surface_tried_n"} <= set(tu.data_vars)
     assert tu.sizes["step"] == 250 and tu["proposed"].dtype == bool
     assert tuning_from_idata(loaded)[1] == tuning_from_idata(res.idata)[1]
     tuner, hist = tuning_from_idata(loaded)
@@ -292,12 +296,18 @@ def test_plots_of_the_reward_surface_and_slice(tmp_path):
     q = plots.plot_reward_slice(res, tmp_path / "l.png", steps=20)
     assert p.read_bytes()[:8] == PNG_MAGIC and q.read_bytes()[:8] == PNG_MAGIC
     tuner, _ = tuning_from_idata(res.idata)
-    plots.plot_reward_slice(tuner, tmp_path / "t.png")  # a live tuner works too
+    plots.plot_reward_slice(tuner.surface(), tmp_path / "t.png")  # a tuner's surface too
+    # the plots draw what the run recorded: the surface of the tuner's final GP
+    from bomcmc.diagnostics.reward_plots import read_surface
+
+    recorded = read_surface(res)
+    np.testing.assert_allclose(recorded["mean"], tuner.surface()["mean"], rtol=1e-12)
+    assert recorded["names"] == ("log_step_size", "num_steps")
     r = plots.plot_reward_slice(res, tmp_path / "e.png", step_size=0.05)  # fixed ε, L varies
     assert r.read_bytes()[:8] == PNG_MAGIC
     with pytest.raises(ValueError, match="not both"):
         plots.plot_reward_slice(res, tmp_path / "b.png", steps=20, step_size=0.05)
-    with pytest.raises(ValueError, match="no GP-bandit"):
+    with pytest.raises(ValueError, match="no reward surface"):
         plots.plot_reward_surface(bomcmc.sample(posterior="gauss-2d-corr", sampler="hmc",
                                                 warmup=10, draws=10, **FAST).idata,
                                   tmp_path / "x.png")

@@ -158,15 +158,17 @@ def add_tuning_group(idata, history: list[dict], state: dict,
 
 
 def _surface_vars(surface: dict):
-    """The surface's variables: GP mean and sd over the grid (dims surface_y, surface_x) and
-    the points tried with their counts (dim surface_tried)."""
+    """The surface's variables: GP mean and sd (and the acquisition, where the tuner gives
+    it) over the grid (dims surface_y, surface_x) and the points tried with their counts (dim
+    surface_tried)."""
     import xarray as xr
 
     grid = ("surface_y", "surface_x")
     tried = {f"surface_tried_{k}": ("surface_tried", np.asarray(surface[f"tried_{k}"]))
              for k in ("x", "y", "n")}
-    return xr.Dataset({"surface_mean": (grid, np.asarray(surface["mean"], np.float64)),
-                       "surface_sd": (grid, np.asarray(surface["sd"], np.float64)), **tried},
+    on_grid = {f"surface_{k}": (grid, np.asarray(surface[k], np.float64))
+               for k in ("mean", "sd", "acquisition") if k in surface}
+    return xr.Dataset({**on_grid, **tried},
                       coords={"surface_x": np.asarray(surface["x"], np.float64),
                               "surface_y": np.asarray(surface["y"], np.float64)})
 

@@ -377,7 +377,8 @@ class AHMCTuner(GPBanditTuner):
             return None
         grid = self.bandit._replace(box=self.bandit.box._replace(
             upper=(self.bandit.box.upper[0], self.steps_max)))
-        return gp_bandit.bandit_surface(grid)
+        return gp_bandit.with_acquisition(gp_bandit.bandit_surface(grid), grid, self.config,
+                                          self.history)
 
     def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
         super().load_state_dict(state, history)

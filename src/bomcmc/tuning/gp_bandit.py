@@ -322,9 +322,10 @@ class GPBanditTuner(Tuner):
         return apply_point(knobs, self.bandit.box, self.bandit.point)
 
     def surface(self) -> dict | None:
-        """The current GP's reward surface over the box (`bandit_surface`), None before any
-        observation."""
-        return bandit_surface(self.bandit)
+        """The current GP's reward surface over the box (`bandit_surface`), with the
+        acquisition at the last p_i; None before any observation."""
+        return with_acquisition(bandit_surface(self.bandit), self.bandit, self.config,
+                                self.history)
 
     # -- state -------------------------------------------------------------------------------
     def chunk_history(self) -> list[dict]:
@@ -393,6 +394,28 @@ def apply_point(knobs, box: KnobBox, point):
         old = np.asarray(getattr(knobs, name))
         new[name] = np.full(old.shape, value, old.dtype)
     return knobs._replace(**new)
+
+
+def with_acquisition(surface: dict | None, state: bandit.BanditState,
+                     config: bandit.BanditConfig, history: list[dict]) -> dict | None:
+    """The surface with the acquisition the last proposal maximised, on the same grid: the
+    annealed UCB s·μ + p·√β·σ or EI(s·μ, σ; y* = s·max_j μ(γ_j), ξ), at the last p_i (Wang
+    2012, Figs 4.2 and 4.6 draw it below the reward)."""
+    if surface is None:
+        return None
+    from . import acquisition
+
+    gp = state.gp
+    p = float(history[-1]["p_i"]) if history else 1.0
+    s = bandit.scale(state, config)
+    if config.acquisition == "ucb":
+        beta = schedules.beta(max(gp.n_obs, 1), d=2, delta=config.delta)
+        acq = acquisition.ucb(surface["mean"], surface["sd"], s, p, beta)
+    else:
+        best = s * float(np.max(gp.mean(gp.X)))
+        acq = acquisition.expected_improvement(s * surface["mean"], surface["sd"], best,
+                                               config.xi)
+    return {**surface, "acquisition": np.asarray(acq, float)}
 
 
 def bandit_surface(state: bandit.BanditState, nx: int = SURFACE_X,

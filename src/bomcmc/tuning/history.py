@@ -31,7 +31,8 @@ def tuning_from_idata(idata) -> tuple[GPBanditTuner, list[dict]] | None:
 def history_from_dataset(ds) -> list[dict]:
     """The history entries of a `tuning` group (one per BO step; NaN rewards back to None)."""
     n = ds.sizes.get("step", 0)
-    cols = {k: np.asarray(ds[k].values) for k in ds.data_vars}
+    # one value per BO step (the surface_* variables of a run's learned surface are not)
+    cols = {k: np.asarray(ds[k].values) for k in ds.data_vars if ds[k].dims == ("step",)}
     out = []
     for j in range(n):
         h = {}
