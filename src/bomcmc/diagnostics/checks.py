@@ -25,6 +25,10 @@ The thresholds are those Stan and ArviZ use:
   never or always accepts, whose step size is far from useful;
 - a chain that never moved: every draw equal to the chain's first.
 
+Each message prints a value next to its bound with as many significant figures as it takes to
+show on which side of the bound it lies (`beside`): R-hat 1.011 prints as "1.011 > 1.01",
+never as "1.01 > 1.01".
+
 A coordinate that is constant within every chain has no defined ESS (ArviZ reports the number
 of draws for constant input, or a small number when the chains sit at different values): the
 checks count it as ESS 0, and `summarize` reports NaN for it.
@@ -45,6 +49,27 @@ EBFMI_MIN = 0.3
 ACCEPT_MIN = 0.05
 ACCEPT_MAX = 0.995
 FIXED_POINT_SHARE_MAX = 0.05  # RMHMC: transitions whose implicit steps did not converge
+
+
+def beside(value: float, bound: float, percent: bool = False) -> str:
+    """`value` with the fewest significant figures (at least 3; in per cent, decimals, at
+    least 1) whose rounding lies on the same side of `bound` as the value itself, so
+    "1.011 > 1.01" and "99.96 < 100" read right; `percent`: both are fractions, the value
+    is printed in per cent."""
+    v, b = (100 * float(value), 100 * float(bound)) if percent else (float(value), float(bound))
+    if not np.isfinite(v):
+        return f"{v}{'%' if percent else ''}"
+    side = np.sign(v - b)
+    for digits in range(1 if percent else 3, 17):
+        text = f"{v:.{digits}f}" if percent else f"{v:.{digits}g}"
+        if np.sign(float(text) - b) == side:
+            break
+    return text + ("%" if percent else "")
+
+
+def bound_text(bound: float, percent: bool = False) -> str:
+    """A threshold as the messages print it (`:g`, or per cent)."""
+    return f"{100 * bound:g}%" if percent else f"{bound:g}"
 
 
 class SamplingWarning(UserWarning):
@@ -158,7 +183,8 @@ def _fixed_points(ss) -> str | None:
     if failed is None or np.mean(failed) <= FIXED_POINT_SHARE_MAX:
         return None
     return (f"the generalised leapfrog's fixed-point iterations did not converge in "
-            f"{np.mean(failed):.1%} of transitions > {FIXED_POINT_SHARE_MAX:.0%}: the "
+            f"{beside(np.mean(failed), FIXED_POINT_SHARE_MAX, True)} of transitions > "
+            f"{bound_text(FIXED_POINT_SHARE_MAX, True)}: the "
             "integrator is then neither exactly reversible nor volume-preserving and the draws "
             "may be biased; raise fixed_point_steps or lower the step size")
 
@@ -188,8 +214,9 @@ def _rhat(conv: dict, still: dict) -> str | None:
     if not bad.any():
         return None
     worst = int(np.nanargmax(np.where(bad, r, -np.inf)))
-    return (f"R-hat {r[worst]:.3g} > {RHAT_MAX} (rank-normalised split R-hat; Vehtari et al. "
-            f"2021) on {int(bad.sum())} of {r.size} coordinates (worst: {labels[worst]}): the "
+    return (f"R-hat {beside(r[worst], RHAT_MAX)} > {bound_text(RHAT_MAX)} (rank-normalised "
+            f"split R-hat; Vehtari et al. 2021) on {int(bad.sum())} of {r.size} coordinates "
+            f"(worst: {labels[worst]}): the "
             "chains disagree and have not mixed; run a longer warm-up and more draws, or look "
             "for multimodality or a badly scaled posterior")
 
@@ -205,7 +232,7 @@ def _ess(conv: dict, still: dict, n_chains: int) -> str | None:
         n_bad = low if n_bad is None else (n_bad | low)
         if low.any():
             worst = int(np.nanargmin(np.where(low, e, np.inf)))
-            parts.append(f"{kind} ESS min {e[worst]:.3g} ({labels[worst]})")
+            parts.append(f"{kind} ESS min {beside(e[worst], threshold)} ({labels[worst]})")
     if not parts:
         return None
     return (f"{', '.join(parts)} < {threshold} (100 per chain × {n_chains} chains; Vehtari et "
@@ -230,9 +257,11 @@ def _tree_depth(ss, attrs) -> str | None:
     share = float(np.mean(depth >= max_depth))
     if share <= TREE_DEPTH_SHARE_MAX:
         return None
-    return (f"NUTS tree depth at its maximum {max_depth} in {share:.1%} of sampling "
-            f"transitions > {TREE_DEPTH_SHARE_MAX:.0%}: trajectories were cut short before "
-            "they turned; raise max_tree_depth (--max-tree-depth), or use a dense metric "
+    return (f"NUTS tree depth at its maximum {max_depth} in "
+            f"{beside(share, TREE_DEPTH_SHARE_MAX, True)} of sampling "
+            f"transitions > {bound_text(TREE_DEPTH_SHARE_MAX, True)}: trajectories were cut "
+            "short before they turned; raise max_tree_depth (--max-tree-depth), or use a "
+            "dense metric "
             "(dense_mass=True, --dense-mass) or reparameterise the posterior")
 
 
@@ -258,8 +287,9 @@ def _ebfmi(idata, ss) -> str | None:
     low = np.flatnonzero(bfmi < EBFMI_MIN)
     if low.size == 0:
         return None
-    return (f"E-BFMI {np.min(bfmi[low]):.3g} < {EBFMI_MIN} (Betancourt 2016) in chain(s) "
-            f"{', '.join(map(str, low))}: momentum resampling explores the energy poorly "
+    return (f"E-BFMI {beside(np.min(bfmi[low]), EBFMI_MIN)} < {bound_text(EBFMI_MIN)} "
+            f"(Betancourt 2016) in chain(s) {', '.join(map(str, low))}: momentum "
+            "resampling explores the energy poorly "
             "(heavy tails or a badly adapted metric); try a longer warm-up, a dense metric "
             "(dense_mass=True, --dense-mass), or reparameterise the posterior")
 
@@ -270,12 +300,14 @@ def _acceptance(ss, totals: dict) -> str | None:
     if mean is None or not np.isfinite(mean):
         return None
     if mean < ACCEPT_MIN:
-        return (f"mean acceptance {mean:.3g} < {ACCEPT_MIN}: almost every proposal was "
-                "rejected; reduce the step size (or let the warm-up adapt it: adapt='window', "
+        return (f"mean acceptance {beside(mean, ACCEPT_MIN)} < {bound_text(ACCEPT_MIN)}: "
+                "almost every proposal was rejected; reduce the step size (or let the "
+                "warm-up adapt it: adapt='window', "
                 "--adapt window)")
     if mean > ACCEPT_MAX:
-        return (f"mean acceptance {mean:.4f} > {ACCEPT_MAX}: almost every proposal was "
-                "accepted, so the step size is probably far too small and the chains crawl; "
+        return (f"mean acceptance {beside(mean, ACCEPT_MAX)} > {bound_text(ACCEPT_MAX)}: "
+                "almost every proposal was accepted, so the step size is probably far too "
+                "small and the chains crawl; "
                 "increase the step size (or let the warm-up adapt it: adapt='window', "
                 "--adapt window)")
     return None

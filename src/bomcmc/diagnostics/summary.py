@@ -205,8 +205,8 @@ def format_table(summary: dict, max_rows: int = 40) -> str:
 
     lines += [
         "",
-        f"chains={r['chains']} draws={r['draws']} gradients={r['n_grad']} "
-        f"(warm-up {r['n_grad_warmup']}) wall={_s(r['wall_s'])} s "
+        f"chains={r['chains']} draws={r['draws']} per chain, gradients={r['n_grad']} in total "
+        f"over the {r['chains']} chains (warm-up {r['n_grad_warmup']}) wall={_s(r['wall_s'])} s "
         f"(warm-up {_s(r['wall_s_warmup'])} s, compile {_s(r['compile_s'])} s)",
         f"ESS bulk min/median/max      {mmm(r['ess_bulk'], 4)}",
         f"ESS per gradient min/med/max {mmm(r['ess_per_grad'], 3)}",
