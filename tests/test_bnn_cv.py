@@ -113,6 +113,13 @@ def test_cv_model_is_k_independent_fold_networks():
         np.testing.assert_allclose(err[k], want, rtol=1e-8)
     reward = cv_reward(cv)({"positions": draws[None]})
     np.testing.assert_allclose(reward, 1 / np.mean(err), rtol=1e-10)
+    # a super-transition with a divergence scores 0, as ESJD does (its draws sit at the last
+    # good state, whose held-out error says nothing of the setting)
+    diverging = np.zeros((1, 5), bool)
+    clean = cv_reward(cv)({"positions": draws[None], "info": {"diverging": diverging}})
+    np.testing.assert_allclose(clean, 1 / np.mean(err), rtol=1e-10)
+    diverging[0, 3] = True
+    assert cv_reward(cv)({"positions": draws[None], "info": {"diverging": diverging}}) == 0.0
 
 
 def test_classification_reward_is_capped_at_twice_a_folds_held_out_cases():
