@@ -29,6 +29,13 @@ Each message prints a value next to its bound with as many significant figures a
 show on which side of the bound it lies (`beside`): R-hat 1.011 prints as "1.011 > 1.01",
 never as "1.01 > 1.01".
 
+A network run is judged in function space: where its InferenceData holds the group
+`function_space` (the predictions at the training inputs and the log-likelihood of the
+training data, per draw; `bnn/estimator.py` writes it), R-hat, ESS and frozen coordinates are
+those of that group, not of the weights, which hidden-unit permutations and sign flips leave
+unidentified. A run that records `burn_in_draws` in its posterior attrs is judged on the
+draws after them (`kept`).
+
 A coordinate that is constant within every chain has no defined ESS (ArviZ reports the number
 of draws for constant input, or a small number when the chains sit at different values): the
 checks count it as ESS 0, and `summarize` reports NaN for it.
@@ -49,6 +56,8 @@ EBFMI_MIN = 0.3
 ACCEPT_MIN = 0.05
 ACCEPT_MAX = 0.995
 FIXED_POINT_SHARE_MAX = 0.05  # RMHMC: transitions whose implicit steps did not converge
+FUNCTION_SPACE = "function_space"  # a network run's identified quantities (`function_space`)
+BURN_IN = "burn_in_draws"  # posterior attr: the first draws a run discards (`kept`)
 
 
 def beside(value: float, bound: float, percent: bool = False) -> str:
@@ -86,19 +95,52 @@ def quiet():
         yield
 
 
-def convergence(idata) -> dict:
+def convergence(idata, group: str = "posterior") -> dict:
     """ArviZ's bulk and tail ESS, MCSE of the mean and rank-normalised split R-hat (None for
-    one chain) of the posterior group, as Datasets."""
+    one chain) of a group (the posterior by default), as Datasets."""
     import arviz as az
 
+    ds = idata[group]
     with quiet():
-        n_chains = idata.posterior.sizes.get("chain", 1)
+        n_chains = ds.sizes.get("chain", 1)
         return {
-            "ess_bulk": az.ess(idata, method="bulk"),
-            "ess_tail": az.ess(idata, method="tail"),
-            "mcse_mean": az.mcse(idata, method="mean"),
-            "r_hat": az.rhat(idata) if n_chains > 1 else None,
+            "ess_bulk": az.ess(ds, method="bulk"),
+            "ess_tail": az.ess(ds, method="tail"),
+            "mcse_mean": az.mcse(ds, method="mean"),
+            "r_hat": az.rhat(ds) if n_chains > 1 else None,
         }
+
+
+def function_space(idata):
+    """A network run's quantities that are identified, whose R-hat and ESS decide its
+    warnings (the group FUNCTION_SPACE: the predictions at the training inputs and the
+    log-likelihood of the training data, per draw), or None. A network's weights are
+    identified only up to permutations and sign flips of its hidden units (Neal 1996 §1.2),
+    so their R-hat and ESS say little about the predictions."""
+    return idata[FUNCTION_SPACE] if FUNCTION_SPACE in idata.groups() else None
+
+
+def kept(idata, totals: dict | None = None):
+    """(the draws a run kept, its totals counted on them): a run whose posterior attrs name
+    BURN_IN draws (a network fit's first fraction of its budget) loses those draws in every
+    group, and its divergences, draws, gradients and mean acceptance are counted again on
+    the rest. Other runs come back as they are."""
+    n = int(idata.posterior.attrs.get(BURN_IN, 0) or 0)
+    if n <= 0:
+        return idata, totals
+    idata = idata.isel(draw=slice(n, None))
+    for group in idata.groups():
+        idata[group].attrs = {**idata[group].attrs, BURN_IN: 0, "burn_in_dropped": n}
+    totals = dict(totals or {})
+    ss = idata.sample_stats if "sample_stats" in idata.groups() else None
+    totals["draws"] = int(idata.posterior.sizes.get("draw", 0))
+    for key, stat, fn in (("divergences", "diverging", lambda v: int(np.sum(v.astype(bool)))),
+                          ("n_grad", "n_grad", lambda v: int(np.sum(v))),
+                          ("accept_mean", "acceptance_rate", lambda v: float(np.nanmean(v)))):
+        v = _stat(ss, stat)
+        if v is not None and v.size:
+            totals[key] = fn(v)
+    return idata, totals
 
 
 def frozen(posterior) -> dict[str, np.ndarray]:
@@ -135,18 +177,26 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None) ->
     (divergences, mean acceptance); by default they are read from the InferenceData.
     `figures`: what `convergence(idata)` returned, if already computed (`summarize` shares
     them)."""
-    conv = figures if figures is not None else convergence(idata)
+    if totals is None:
+        attrs = idata.posterior.attrs
+        totals = json.loads(attrs["totals"]) if "totals" in attrs else {}
+    idata, totals = kept(idata, totals)
+    judged = function_space(idata)
+    if judged is not None:
+        conv = convergence(idata, FUNCTION_SPACE)
+    elif figures is not None:
+        conv = figures
+    else:
+        conv = convergence(idata)
     with quiet():
-        if totals is None:
-            attrs = idata.posterior.attrs
-            totals = json.loads(attrs["totals"]) if "totals" in attrs else {}
         ss = idata.sample_stats if "sample_stats" in idata.groups() else None
         post = idata.posterior
-        still = frozen(post)
+        still = frozen(post if judged is None else judged)
+        where = "" if judged is None else " of the predictions and log-likelihood"
         msgs = [
             _divergences(ss, totals),
-            _rhat(conv, still),
-            _ess(conv, still, post.sizes.get("chain", 1)),
+            _rhat(conv, still, where),
+            _ess(conv, still, post.sizes.get("chain", 1), where),
             _tree_depth(ss, post.attrs),
             _ebfmi(idata, ss),
             _acceptance(ss, totals),
@@ -204,7 +254,7 @@ def _coords(ds, still: dict) -> tuple[np.ndarray, np.ndarray, list[str]]:
     return np.concatenate(values), np.concatenate(fixed), labels
 
 
-def _rhat(conv: dict, still: dict) -> str | None:
+def _rhat(conv: dict, still: dict, where: str = "") -> str | None:
     if conv.get("r_hat") is None:
         return None
     r, fixed, labels = _coords(conv["r_hat"], still)
@@ -215,13 +265,14 @@ def _rhat(conv: dict, still: dict) -> str | None:
         return None
     worst = int(np.nanargmax(np.where(bad, r, -np.inf)))
     return (f"R-hat {beside(r[worst], RHAT_MAX)} > {bound_text(RHAT_MAX)} (rank-normalised "
-            f"split R-hat; Vehtari et al. 2021) on {int(bad.sum())} of {r.size} coordinates "
+            f"split R-hat; Vehtari et al. 2021) on {int(bad.sum())} of {r.size} coordinates"
+            f"{where} "
             f"(worst: {labels[worst]}): the "
             "chains disagree and have not mixed; run a longer warm-up and more draws, or look "
             "for multimodality or a badly scaled posterior")
 
 
-def _ess(conv: dict, still: dict, n_chains: int) -> str | None:
+def _ess(conv: dict, still: dict, n_chains: int, where: str = "") -> str | None:
     threshold = ESS_PER_CHAIN_MIN * n_chains
     parts, n_bad, n = [], None, 0
     for kind in ("bulk", "tail"):
@@ -236,7 +287,8 @@ def _ess(conv: dict, still: dict, n_chains: int) -> str | None:
     if not parts:
         return None
     return (f"{', '.join(parts)} < {threshold} (100 per chain × {n_chains} chains; Vehtari et "
-            f"al. 2021) on {int(n_bad.sum())} of {n} coordinates: the chains are too short or "
+            f"al. 2021) on {int(n_bad.sum())} of {n} coordinates{where}: the chains are too "
+            "short or "
             "mix too slowly for reliable estimates; run more draws, or tune the sampler "
             "(step size, trajectory length, a warm-up adaptation, or sampler='nuts', "
             "--sampler nuts)")
