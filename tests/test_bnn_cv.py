@@ -423,3 +423,14 @@ def test_cv_folds_with_their_own_inputs_are_networks_on_those_inputs():
         np.testing.assert_array_equal(votes[k], f[:, 0] > 0.5)
     with pytest.raises(BomcmcError, match="inputs must be"):
         CVModel(full, folds=3, inputs=inputs[:2])
+
+
+def test_bnn_fit_names_the_column_and_row_of_a_nan_in_the_csv(tmp_path, capsys):
+    """Issue 31 (data checks): NaN or inf in `bomcmc bnn fit DATA.csv` is a one-line error
+    naming the column and the line, before anything is fitted."""
+    data = tmp_path / "d.csv"
+    data.write_text("x,y\n0.1,0.2\n0.3,nan\n0.5,0.6\n")
+    assert main(["bnn", "fit", str(data), "--target", "y", "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 3, column 'y': nan (NaN or inf)" in err
