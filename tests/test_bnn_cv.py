@@ -333,8 +333,12 @@ def test_demo_small_budget_runs_and_learns(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--budget", "small", "--out", str(out), "--no-progress",
                  "--json"]) == 0
-    s = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    s = json.loads(captured.out)
     assert {"test_error", "noise_floor", "n_grad", "wall_s"} <= set(s)
+    # issue 31: at most 1 % divergences in the kept draws, and no divergence warning
+    assert s["divergences_kept"] <= 0.01 * s["draws_kept"], s
+    assert "divergent" not in captured.err, captured.err
     assert abs(s["noise_floor"] - 0.00438) < 5e-5
     assert s["noise_floor"] < s["test_error"] < 0.0065
     assert s["n_grad"] >= 20 * 2000
@@ -352,7 +356,7 @@ def test_demo_small_budget_runs_and_learns(tmp_path, capsys):
     finally:
         plt.close = real_close
     ax = seen["fig"].axes[0]
-    assert ax.get_title().startswith("learned reward surface | bnn-cv8 | ahmc_gibbs")
+    assert ax.get_title().startswith("learned reward surface | bnn-cv8 | ahmc_cv")
     assert ax.get_xlabel() == "step size η (log scale)"
     assert main(["demo", "--budget", "small", "--out", str(out), "--no-progress"]) == 2
     assert "already holds a demo run" in capsys.readouterr().err

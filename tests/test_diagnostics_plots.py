@@ -77,3 +77,15 @@ def test_a_chain_that_never_moved_is_drawn_apart_from_the_divergence_strip(tmp_p
     x = idata.posterior["mu"].values
     assert strip < x.min() and float(stuck.get_ydata()[0]) == x[1, 0] > strip
     assert trace.get_ylim()[0] < strip
+
+
+def test_plots_draw_only_the_draws_a_run_kept(tmp_path, figures):
+    """A network fit records its burn-in (`burn_in_draws`): the trace leaves it out."""
+    idata = _idata()
+    idata.posterior.attrs["burn_in_draws"] = 20
+    plots.plot_trace(idata, tmp_path / "t.png", max_coords=1)
+    lines = figures[-1].axes[1].get_lines()
+    traces = [ln for ln in lines if ln.get_label() != "divergent transition"]
+    assert traces and {len(ln.get_xdata()) for ln in traces} == {40}
+    ticks = [ln for ln in lines if ln.get_label() == "divergent transition"][0]
+    assert list(ticks.get_xdata()) == [10]  # draw 30; draw 5 was burn-in

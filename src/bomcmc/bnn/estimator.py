@@ -153,7 +153,8 @@ class BayesianMLPBase(BaseEstimator):
         if blocks is not None:
             return dynamical_sampler(blocks, tuned=True), post, dict(tuned, reward="esjd"), None
         if name == "ahmc_cv":
-            return ahmc_gibbs_sampler(cv), post, dict(tuned, reward="cv"), cv
+            # one name for the sampler throughout: progress bar, run attrs, plot titles
+            return ahmc_gibbs_sampler(cv, name="ahmc_cv"), post, dict(tuned, reward="cv"), cv
         if name == "ahmc_gibbs":
             return ahmc_gibbs_sampler(model), post, dict(tuned, reward="esjd"), None
         if name == "neal_gibbs":

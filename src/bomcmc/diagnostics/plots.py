@@ -46,11 +46,15 @@ def _pyplot():
 
 
 def _posterior(idata):
+    """(the InferenceData, its posterior), of the draws the run kept (`checks.kept`: a
+    network fit's burn-in is not drawn)."""
+    from .checks import kept
+
     idata = getattr(idata, "idata", idata)  # a SampleResult works too
-    post = getattr(idata, "posterior", None)
-    if post is None:
+    if getattr(idata, "posterior", None) is None:
         raise ValueError("expected an InferenceData with a posterior group")
-    return idata, post
+    idata, _ = kept(idata)
+    return idata, idata.posterior
 
 
 def coordinates(idata, max_coords: int | None = None) -> Iterator[tuple[str, np.ndarray]]:
