@@ -113,6 +113,13 @@ def test_cv_model_is_k_independent_fold_networks():
         np.testing.assert_allclose(err[k], want, rtol=1e-8)
     reward = cv_reward(cv)({"positions": draws[None]})
     np.testing.assert_allclose(reward, 1 / np.mean(err), rtol=1e-10)
+    # a super-transition with a divergence scores 0, as ESJD does (its draws sit at the last
+    # good state, whose held-out error says nothing of the setting)
+    diverging = np.zeros((1, 5), bool)
+    clean = cv_reward(cv)({"positions": draws[None], "info": {"diverging": diverging}})
+    np.testing.assert_allclose(clean, 1 / np.mean(err), rtol=1e-10)
+    diverging[0, 3] = True
+    assert cv_reward(cv)({"positions": draws[None], "info": {"diverging": diverging}}) == 0.0
 
 
 def test_classification_reward_is_capped_at_twice_a_folds_held_out_cases():
@@ -326,8 +333,12 @@ def test_demo_small_budget_runs_and_learns(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--budget", "small", "--out", str(out), "--no-progress",
                  "--json"]) == 0
-    s = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    s = json.loads(captured.out)
     assert {"test_error", "noise_floor", "n_grad", "wall_s"} <= set(s)
+    # issue 31: at most 1 % divergences in the kept draws, and no divergence warning
+    assert s["divergences_kept"] <= 0.01 * s["draws_kept"], s
+    assert "divergent" not in captured.err, captured.err
     assert abs(s["noise_floor"] - 0.00438) < 5e-5
     assert s["noise_floor"] < s["test_error"] < 0.0065
     assert s["n_grad"] >= 20 * 2000
@@ -345,7 +356,7 @@ def test_demo_small_budget_runs_and_learns(tmp_path, capsys):
     finally:
         plt.close = real_close
     ax = seen["fig"].axes[0]
-    assert ax.get_title().startswith("learned reward surface | bnn-cv8 | ahmc_gibbs")
+    assert ax.get_title().startswith("learned reward surface | bnn-cv8 | ahmc_cv")
     assert ax.get_xlabel() == "step size η (log scale)"
     assert main(["demo", "--budget", "small", "--out", str(out), "--no-progress"]) == 2
     assert "already holds a demo run" in capsys.readouterr().err
@@ -416,3 +427,14 @@ def test_cv_folds_with_their_own_inputs_are_networks_on_those_inputs():
         np.testing.assert_array_equal(votes[k], f[:, 0] > 0.5)
     with pytest.raises(BomcmcError, match="inputs must be"):
         CVModel(full, folds=3, inputs=inputs[:2])
+
+
+def test_bnn_fit_names_the_column_and_row_of_a_nan_in_the_csv(tmp_path, capsys):
+    """Issue 31 (data checks): NaN or inf in `bomcmc bnn fit DATA.csv` is a one-line error
+    naming the column and the line, before anything is fitted."""
+    data = tmp_path / "d.csv"
+    data.write_text("x,y\n0.1,0.2\n0.3,nan\n0.5,0.6\n")
+    assert main(["bnn", "fit", str(data), "--target", "y", "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 3, column 'y': nan (NaN or inf)" in err

@@ -106,3 +106,34 @@ def _joint_draws(est):
     from bomcmc.bnn.estimator import flat_draws
 
     return flat_draws(est.idata_)
+
+
+def test_a_network_run_is_judged_in_function_space_on_its_kept_draws(tmp_path):
+    """Issue 31: the weights of a network are not identifiable, so the predictions at the
+    training inputs and the log-likelihood decide the warnings; the run records its burn-in,
+    so `summarize` (`bomcmc summary DIR/run`) counts only the draws the fit kept, and the
+    table marks the weights."""
+    import warnings
+
+    import bomcmc
+    from bomcmc.diagnostics import SamplingWarning, format_table, summarize
+
+    X, y = _data(n=24)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = BayesianMLPRegressor(**{**TINY, "burn_in": 0.5}, out=tmp_path).fit(X, y)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, SamplingWarning)]
+    assert not any(m for m in msgs if "coordinates" in m and "predictions" not in m), msgs
+    run = bomcmc.load(tmp_path / "run")
+    assert run.idata.posterior.sizes["draw"] > est.idata_.posterior.sizes["draw"]
+    s = summarize(run.idata, run.totals)
+    assert s["run"]["draws"] == est.idata_.posterior.sizes["draw"]
+    assert s["run"]["burn_in_dropped"] == (run.idata.posterior.sizes["draw"]
+                                           - est.idata_.posterior.sizes["draw"])
+    assert set(s["function_space"]) == {"f", "log_lik"}
+    assert np.shape(s["function_space"]["f"]["mean"]) == (24, 1)
+    assert all(v["identifiable"] is False for v in s["variables"].values())
+    table = format_table(s)
+    assert table.splitlines()[1].startswith("f[0] ")  # the predictions come first
+    assert "* a network weight: not identifiable" in table
+    assert summarize(est.idata_)["run"]["draws"] == est.idata_.posterior.sizes["draw"]

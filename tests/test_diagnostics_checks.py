@@ -206,3 +206,27 @@ def test_cli_prints_each_warning_once(tmp_path, monkeypatch, capsys):
     s = json.loads(captured.out)
     assert ["bomcmc: warning: " + m for m in s["warnings"]] == lines
     assert captured.err.splitlines() == lines
+
+
+# ---------------------------------------------------------------------------------------
+# Numbers with the digits that matter
+# ---------------------------------------------------------------------------------------
+def test_values_beside_their_bounds_keep_the_digits_that_matter():
+    """The defect: R-hat 1.011 printed as "R-hat 1.01 > 1.01"."""
+    from bomcmc.diagnostics.checks import beside
+
+    assert beside(1.011, 1.01) == "1.011"
+    assert beside(1.0101, 1.01) == "1.0101"
+    assert beside(99.96, 100) == "99.96"
+    assert beside(0.04996, 0.05) == "0.04996"
+    assert beside(0.99504, 0.995) == "0.99504"
+    assert beside(0.01004, 0.01, percent=True) == "1.004%"
+    assert beside(2.345, 1.01) == "2.35"  # three figures where they suffice
+
+
+def test_rhat_message_shows_a_value_above_the_bound():
+    idata = _idata()
+    conv = {"ess_bulk": idata.posterior * 0 + 1e4, "ess_tail": idata.posterior * 0 + 1e4,
+            "r_hat": (idata.posterior.isel(draw=0) * 0 + 1.011).drop_vars("draw")}
+    msg = _one(check_run(idata, figures=conv), "R-hat")
+    assert msg.startswith("R-hat 1.011 > 1.01 ")

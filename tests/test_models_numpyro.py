@@ -311,3 +311,41 @@ def test_model_file_rules(tmp_path):
     assert model_file.load(f"{tmp_path / 'more.py'}:post").name == "mine"
     nm = model_file.load(f"{tmp_path / 'my_model.py'}:model")
     assert nm.name == "numpyro:bounded_model" and set(nm.init_position) == {"theta"}
+
+
+NAN_MODEL_FILE = '''
+import functools
+
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+
+def regression(x, y):
+    beta = numpyro.sample("beta", dist.Normal(0.0, 1.0))
+    numpyro.sample("y", dist.Normal(beta * x, 1.0), obs=y)
+
+
+model = functools.partial(regression, np.array([1.0, 2.0, 3.0]), np.array([0.5, np.nan, 1.0]))
+bad_x = functools.partial(regression, np.array([1.0, np.inf, 3.0]), None)
+'''
+
+
+def test_nan_in_the_data_is_a_one_line_error_naming_the_site_and_row(tmp_path, monkeypatch,
+                                                                    capsys):
+    """Issue 31: NaN in a model's data gave NumPyro UserWarnings, then "cannot be initialized:
+    RuntimeError: Cannot find valid initial parameters", never naming the NaN."""
+    def regression(x, y):
+        beta = numpyro.sample("beta", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(beta * x, 1.0), obs=y)
+
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(bomcmc.BomcmcError, match=r"observed site 'y' holds nan at row 1"):
+        bomcmc.from_numpyro(regression, x, np.array([0.5, np.nan, 1.0]))
+    with pytest.raises(bomcmc.BomcmcError, match=r"argument 'x' holds inf at row 1"):
+        bomcmc.from_numpyro(regression, np.array([1.0, np.inf, 3.0]), None)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nan_model.py").write_text(NAN_MODEL_FILE)
+    assert cli.main(["sample", "--model", "nan_model.py:model", "--out", "run"]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "observed site 'y' holds nan at row 1" in err

@@ -67,3 +67,12 @@ def test_name_and_bad_input():
         pm.Poisson("n", 3.0)
     with pytest.raises(bomcmc.BomcmcError, match="discrete free variables"):
         bomcmc.from_pymc(discrete)
+
+
+def test_nan_in_observed_data_is_a_one_line_error_naming_the_variable_and_row():
+    """Issue 31: NaN or inf in the data is named, with its first row."""
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=np.array([0.1, 0.2, np.inf, 0.3]))
+    with pytest.raises(bomcmc.BomcmcError, match=r"observed variable 'y' holds inf at row 2"):
+        bomcmc.from_pymc(m)

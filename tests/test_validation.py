@@ -180,6 +180,7 @@ def test_finite_data_names_the_model_the_array_and_the_count(bad):
     X[0, 1] = X[2, 2] = bad
     msg = _one_line_error(v.finite_data, "logistic", y=np.zeros(4), X=X, name="logistic")
     assert "'X'" in msg and "2 non-finite" in msg and "'y'" not in msg
+    assert msg.endswith(f"the first {bad} at row 0 ([0, 1])")  # issue 31: the first bad row
     assert math.isfinite(X[1, 1])  # the input is not modified
 
 

@@ -111,9 +111,32 @@ def _is_spd(a: np.ndarray) -> bool:
 
 
 def finite_data(name: str, **arrays) -> None:
-    """No NaN or inf in any data array (`name` is the model's)."""
+    """No NaN or inf in any data array (`name` is the model's): a one-line BomcmcError
+    naming the array, how many values are not finite and the first of them (`first_bad`)."""
     for key, arr in arrays.items():
-        a = np.asarray(arr)
-        if a.size and not np.all(np.isfinite(a)):
+        where = first_bad(arr)
+        if where is not None:
+            a = np.asarray(arr, dtype=float)
             bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
-            raise BomcmcError(f"{name}: data array '{key}' has {bad} non-finite value(s)")
+            raise BomcmcError(f"{name}: data array '{key}' has {bad} non-finite value(s), "
+                              f"the first {where}")
+
+
+def first_bad(arr) -> str | None:
+    """Where the first NaN or inf of a numeric array lies, as "nan at row 3" (rows counted
+    from 0 along the first axis; "at [3, 1]" for the full index of a 2-D or larger array;
+    the value alone for a scalar), or None when every value is finite (or the array is not
+    numeric)."""
+    try:
+        a = np.asarray(arr, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if a.size == 0 or np.all(np.isfinite(a)):
+        return None
+    index = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+    value = a[index]
+    if not index:
+        return f"{value}"
+    if len(index) == 1:
+        return f"{value} at row {index[0]}"
+    return f"{value} at row {index[0]} ([{', '.join(map(str, index))}])"

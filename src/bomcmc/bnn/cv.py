@@ -256,7 +256,13 @@ def cv_reward(cv: CVModel, loss: str = "error"):
     """The bandit's reward for a super-transition: 1 / (mean over folds of the held-out error
     of that super-transition's draws, all chains pooled) (Wang 2012 §3.2; module docstring);
     `loss="logloss"` uses the held-out log loss instead (classification).
-    NaN (no reward) when the error is not finite or the chunk has no draws."""
+    NaN (no reward) when the error is not finite or the chunk has no draws.
+
+    A super-transition in which any transition diverged scores 0, as for the ESJD reward
+    (`tuning.rewards.esjd`): a diverging trajectory is rejected, so a setting whose
+    trajectories diverge leaves the chain where it was, and its draws' held-out error is
+    that of the last good state however bad the setting is; the divergences themselves bias
+    the draws (Betancourt 2017)."""
     error_fn = cv.heldout_error_fn(loss=loss)
     # A misclassification rate moves in steps of one case in n held-out cases per fold. A mean
     # error below half a case of the average fold counts as that half case: the reward is
@@ -270,6 +276,8 @@ def cv_reward(cv: CVModel, loss: str = "error"):
         pos = np.asarray(chunk["positions"])
         if pos.size == 0:
             return float("nan")
+        if np.any(_diverging(chunk)):
+            return 0.0
         err = float(np.mean(error_fn(pos.reshape(-1, pos.shape[-1]))))
         if not math.isfinite(err):
             return float("nan")
@@ -277,3 +285,11 @@ def cv_reward(cv: CVModel, loss: str = "error"):
 
     reward.error_fn = error_fn
     return reward
+
+
+def _diverging(chunk: dict) -> np.ndarray:
+    """The chunk's divergence flags (chains, n); none where its sampler records none."""
+    info = chunk.get("info")
+    flags = (info.get("diverging") if isinstance(info, dict)
+             else getattr(info, "diverging", None))
+    return np.zeros(0, bool) if flags is None else np.asarray(flags, bool)

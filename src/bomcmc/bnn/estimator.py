@@ -36,6 +36,7 @@ import dataclasses
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 
 import jax
@@ -43,6 +44,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..diagnostics.checks import SamplingWarning
 from ..errors import BomcmcError
 from ..store import atomic_write, atomic_write_text
 
@@ -151,7 +153,8 @@ class BayesianMLPBase(BaseEstimator):
         if blocks is not None:
             return dynamical_sampler(blocks, tuned=True), post, dict(tuned, reward="esjd"), None
         if name == "ahmc_cv":
-            return ahmc_gibbs_sampler(cv), post, dict(tuned, reward="cv"), cv
+            # one name for the sampler throughout: progress bar, run attrs, plot titles
+            return ahmc_gibbs_sampler(cv, name="ahmc_cv"), post, dict(tuned, reward="cv"), cv
         if name == "ahmc_gibbs":
             return ahmc_gibbs_sampler(model), post, dict(tuned, reward="esjd"), None
         if name == "neal_gibbs":
@@ -176,19 +179,70 @@ class BayesianMLPBase(BaseEstimator):
         out = None if self.out is None else Path(self.out) / "run"
         if self.out is not None:
             Path(self.out).mkdir(parents=True, exist_ok=True)
-        result = _run.sample(posterior=post, sampler=sampler, chains=int(self.chains),
-                             draws=draws, warmup=warmup, seed=int(self.seed), out=out,
-                             progress=self.progress, overwrite=self.overwrite,
-                             max_grad=max_grad, **kw)
+        with warnings.catch_warnings():  # judged below, on the kept draws in function space
+            warnings.simplefilter("ignore", SamplingWarning)
+            result = _run.sample(posterior=post, sampler=sampler, chains=int(self.chains),
+                                 draws=draws, warmup=warmup, seed=int(self.seed), out=out,
+                                 progress=self.progress, overwrite=self.overwrite,
+                                 max_grad=max_grad, **kw)
         self.model_ = model
         self.cv_ = cv
         self.result_ = result
+        self._judge(result, max_grad)
         self.idata_ = self._kept(result.idata, result.totals, max_grad)
         self.n_grad_ = int(result.totals["n_grad"] + result.totals["n_grad_warmup"])
         self.wall_s_ = float(result.totals["wall_s_total"])
         if self.out is not None:
             self._save(Path(self.out), X, y)
         return self
+
+    def _judge(self, result, max_grad) -> None:
+        """Record in the run what its checks judge (`diagnostics.checks`): the burn-in draws
+        (posterior attr `burn_in_draws`) and the function-space group (predictions at the
+        training inputs, the fold networks' mean for "ahmc_cv", and the log-likelihood of
+        the training data, per draw); rewrite the run's idata.nc with them, so `bomcmc
+        summary` judges the same draws; warn (`SamplingWarning`) of each problem of the
+        kept draws."""
+        from ..diagnostics.checks import BURN_IN, FUNCTION_SPACE, check_run
+
+        idata = result.idata
+        first = int(self._kept(idata, result.totals, max_grad).posterior.draw.values[0]
+                    - idata.posterior.draw.values[0])
+        with warnings.catch_warnings():  # ArviZ: "function_space" is not one of its groups
+            warnings.simplefilter("ignore", UserWarning)
+            if FUNCTION_SPACE not in idata.groups():
+                idata.add_groups({FUNCTION_SPACE: self._function_space(idata)})
+        idata.posterior.attrs[BURN_IN] = first
+        if result.path is not None and (Path(result.path) / "idata.nc").exists():
+            atomic_write(Path(result.path) / "idata.nc",
+                         lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
+        for msg in check_run(idata, result.totals):
+            warnings.warn(msg, SamplingWarning, stacklevel=4)
+
+    def _function_space(self, idata):
+        """The predictions f(x) at the training inputs (chain, draw, case, output) and the
+        log-likelihood of the training data (chain, draw) of every draw; for "ahmc_cv" the
+        mean over the fold networks. Identified, unlike the weights."""
+        import jax.numpy as jnp
+        import xarray as xr
+
+        from .predict import forward
+
+        post = idata.posterior
+        chains, draws = post.sizes["chain"], post.sizes["draw"]
+        model = self.model_
+        flat = flat_draws(idata)
+        if self.cv_ is not None:
+            flat = self.cv_.fold_positions(flat).reshape(-1, model.dim)
+        folds = flat.shape[0] // (chains * draws)
+        f = np.asarray(forward(model, flat, model.X), np.float64)
+        f = f.reshape((chains, draws, folds) + f.shape[1:]).mean(axis=2)
+        ll = jax.jit(jax.vmap(lambda p: model.log_likelihood(model.unravel(p))))
+        log_lik = np.asarray(ll(jnp.asarray(flat)), np.float64)
+        log_lik = log_lik.reshape(chains, draws, folds).mean(axis=2)
+        coords = {"chain": post.chain.values, "draw": post.draw.values}
+        return xr.Dataset({"f": (("chain", "draw", "case", "output"), f),
+                           "log_lik": (("chain", "draw"), log_lik)}, coords=coords)
 
     def _kept(self, idata, totals, max_grad):
         """The draws after the first burn_in fraction of the budget (by gradients spent)."""
@@ -198,7 +252,7 @@ class BayesianMLPBase(BaseEstimator):
         keep = spent > self.burn_in * max_grad
         first = int(np.argmax(keep)) if keep.any() else len(keep) - 1
         first = min(first, max(len(keep) - 2, 0))  # at least two draws for a std
-        return idata.isel(draw=slice(first, None))
+        return _from(idata, first)
 
     # -- prediction -------------------------------------------------------------------------
     def _check_X(self, X) -> np.ndarray:
@@ -287,9 +341,20 @@ class BayesianMLPBase(BaseEstimator):
             est.cv_ = CVModel(est.model_, est.folds)
         result = _run.load(out / "run")
         est.result_ = result
-        est.idata_ = result.idata.isel(draw=slice(int(info["first_draw"]), None))
+        est.idata_ = _from(result.idata, int(info["first_draw"]))
         est.n_grad_, est.wall_s_ = int(info["n_grad"]), float(info["wall_s"])
         return est
+
+
+def _from(idata, first: int):
+    """The draws from index `first` on, recorded as having no burn-in left to drop (the
+    posterior attr `burn_in_draws` 0, new attrs dicts: the run's own stay as they are)."""
+    from ..diagnostics.checks import BURN_IN
+
+    kept = idata.isel(draw=slice(first, None))
+    for group in kept.groups():
+        kept[group].attrs = {**kept[group].attrs, BURN_IN: 0}
+    return kept
 
 
 def flat_draws(idata) -> np.ndarray:

@@ -25,6 +25,17 @@ The thresholds are those Stan and ArviZ use:
   never or always accepts, whose step size is far from useful;
 - a chain that never moved: every draw equal to the chain's first.
 
+Each message prints a value next to its bound with as many significant figures as it takes to
+show on which side of the bound it lies (`beside`): R-hat 1.011 prints as "1.011 > 1.01",
+never as "1.01 > 1.01".
+
+A network run is judged in function space: where its InferenceData holds the group
+`function_space` (the predictions at the training inputs and the log-likelihood of the
+training data, per draw; `bnn/estimator.py` writes it), R-hat, ESS and frozen coordinates are
+those of that group, not of the weights, which hidden-unit permutations and sign flips leave
+unidentified. A run that records `burn_in_draws` in its posterior attrs is judged on the
+draws after them (`kept`).
+
 A coordinate that is constant within every chain has no defined ESS (ArviZ reports the number
 of draws for constant input, or a small number when the chains sit at different values): the
 checks count it as ESS 0, and `summarize` reports NaN for it.
@@ -45,6 +56,29 @@ EBFMI_MIN = 0.3
 ACCEPT_MIN = 0.05
 ACCEPT_MAX = 0.995
 FIXED_POINT_SHARE_MAX = 0.05  # RMHMC: transitions whose implicit steps did not converge
+FUNCTION_SPACE = "function_space"  # a network run's identified quantities (`function_space`)
+BURN_IN = "burn_in_draws"  # posterior attr: the first draws a run discards (`kept`)
+
+
+def beside(value: float, bound: float, percent: bool = False) -> str:
+    """`value` with the fewest significant figures (at least 3; in per cent, decimals, at
+    least 1) whose rounding lies on the same side of `bound` as the value itself, so
+    "1.011 > 1.01" and "99.96 < 100" read right; `percent`: both are fractions, the value
+    is printed in per cent."""
+    v, b = (100 * float(value), 100 * float(bound)) if percent else (float(value), float(bound))
+    if not np.isfinite(v):
+        return f"{v}{'%' if percent else ''}"
+    side = np.sign(v - b)
+    for digits in range(1 if percent else 3, 17):
+        text = f"{v:.{digits}f}" if percent else f"{v:.{digits}g}"
+        if np.sign(float(text) - b) == side:
+            break
+    return text + ("%" if percent else "")
+
+
+def bound_text(bound: float, percent: bool = False) -> str:
+    """A threshold as the messages print it (`:g`, or per cent)."""
+    return f"{100 * bound:g}%" if percent else f"{bound:g}"
 
 
 class SamplingWarning(UserWarning):
@@ -61,19 +95,52 @@ def quiet():
         yield
 
 
-def convergence(idata) -> dict:
+def convergence(idata, group: str = "posterior") -> dict:
     """ArviZ's bulk and tail ESS, MCSE of the mean and rank-normalised split R-hat (None for
-    one chain) of the posterior group, as Datasets."""
+    one chain) of a group (the posterior by default), as Datasets."""
     import arviz as az
 
+    ds = idata[group]
     with quiet():
-        n_chains = idata.posterior.sizes.get("chain", 1)
+        n_chains = ds.sizes.get("chain", 1)
         return {
-            "ess_bulk": az.ess(idata, method="bulk"),
-            "ess_tail": az.ess(idata, method="tail"),
-            "mcse_mean": az.mcse(idata, method="mean"),
-            "r_hat": az.rhat(idata) if n_chains > 1 else None,
+            "ess_bulk": az.ess(ds, method="bulk"),
+            "ess_tail": az.ess(ds, method="tail"),
+            "mcse_mean": az.mcse(ds, method="mean"),
+            "r_hat": az.rhat(ds) if n_chains > 1 else None,
         }
+
+
+def function_space(idata):
+    """A network run's quantities that are identified, whose R-hat and ESS decide its
+    warnings (the group FUNCTION_SPACE: the predictions at the training inputs and the
+    log-likelihood of the training data, per draw), or None. A network's weights are
+    identified only up to permutations and sign flips of its hidden units (Neal 1996 §1.2),
+    so their R-hat and ESS say little about the predictions."""
+    return idata[FUNCTION_SPACE] if FUNCTION_SPACE in idata.groups() else None
+
+
+def kept(idata, totals: dict | None = None):
+    """(the draws a run kept, its totals counted on them): a run whose posterior attrs name
+    BURN_IN draws (a network fit's first fraction of its budget) loses those draws in every
+    group, and its divergences, draws, gradients and mean acceptance are counted again on
+    the rest. Other runs come back as they are."""
+    n = int(idata.posterior.attrs.get(BURN_IN, 0) or 0)
+    if n <= 0:
+        return idata, totals
+    idata = idata.isel(draw=slice(n, None))
+    for group in idata.groups():
+        idata[group].attrs = {**idata[group].attrs, BURN_IN: 0, "burn_in_dropped": n}
+    totals = dict(totals or {})
+    ss = idata.sample_stats if "sample_stats" in idata.groups() else None
+    totals["draws"] = int(idata.posterior.sizes.get("draw", 0))
+    for key, stat, fn in (("divergences", "diverging", lambda v: int(np.sum(v.astype(bool)))),
+                          ("n_grad", "n_grad", lambda v: int(np.sum(v))),
+                          ("accept_mean", "acceptance_rate", lambda v: float(np.nanmean(v)))):
+        v = _stat(ss, stat)
+        if v is not None and v.size:
+            totals[key] = fn(v)
+    return idata, totals
 
 
 def frozen(posterior) -> dict[str, np.ndarray]:
@@ -110,18 +177,26 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None) ->
     (divergences, mean acceptance); by default they are read from the InferenceData.
     `figures`: what `convergence(idata)` returned, if already computed (`summarize` shares
     them)."""
-    conv = figures if figures is not None else convergence(idata)
+    if totals is None:
+        attrs = idata.posterior.attrs
+        totals = json.loads(attrs["totals"]) if "totals" in attrs else {}
+    idata, totals = kept(idata, totals)
+    judged = function_space(idata)
+    if judged is not None:
+        conv = convergence(idata, FUNCTION_SPACE)
+    elif figures is not None:
+        conv = figures
+    else:
+        conv = convergence(idata)
     with quiet():
-        if totals is None:
-            attrs = idata.posterior.attrs
-            totals = json.loads(attrs["totals"]) if "totals" in attrs else {}
         ss = idata.sample_stats if "sample_stats" in idata.groups() else None
         post = idata.posterior
-        still = frozen(post)
+        still = frozen(post if judged is None else judged)
+        where = "" if judged is None else " of the predictions and log-likelihood"
         msgs = [
             _divergences(ss, totals),
-            _rhat(conv, still),
-            _ess(conv, still, post.sizes.get("chain", 1)),
+            _rhat(conv, still, where),
+            _ess(conv, still, post.sizes.get("chain", 1), where),
             _tree_depth(ss, post.attrs),
             _ebfmi(idata, ss),
             _acceptance(ss, totals),
@@ -158,7 +233,8 @@ def _fixed_points(ss) -> str | None:
     if failed is None or np.mean(failed) <= FIXED_POINT_SHARE_MAX:
         return None
     return (f"the generalised leapfrog's fixed-point iterations did not converge in "
-            f"{np.mean(failed):.1%} of transitions > {FIXED_POINT_SHARE_MAX:.0%}: the "
+            f"{beside(np.mean(failed), FIXED_POINT_SHARE_MAX, True)} of transitions > "
+            f"{bound_text(FIXED_POINT_SHARE_MAX, True)}: the "
             "integrator is then neither exactly reversible nor volume-preserving and the draws "
             "may be biased; raise fixed_point_steps or lower the step size")
 
@@ -178,7 +254,7 @@ def _coords(ds, still: dict) -> tuple[np.ndarray, np.ndarray, list[str]]:
     return np.concatenate(values), np.concatenate(fixed), labels
 
 
-def _rhat(conv: dict, still: dict) -> str | None:
+def _rhat(conv: dict, still: dict, where: str = "") -> str | None:
     if conv.get("r_hat") is None:
         return None
     r, fixed, labels = _coords(conv["r_hat"], still)
@@ -188,13 +264,15 @@ def _rhat(conv: dict, still: dict) -> str | None:
     if not bad.any():
         return None
     worst = int(np.nanargmax(np.where(bad, r, -np.inf)))
-    return (f"R-hat {r[worst]:.3g} > {RHAT_MAX} (rank-normalised split R-hat; Vehtari et al. "
-            f"2021) on {int(bad.sum())} of {r.size} coordinates (worst: {labels[worst]}): the "
+    return (f"R-hat {beside(r[worst], RHAT_MAX)} > {bound_text(RHAT_MAX)} (rank-normalised "
+            f"split R-hat; Vehtari et al. 2021) on {int(bad.sum())} of {r.size} coordinates"
+            f"{where} "
+            f"(worst: {labels[worst]}): the "
             "chains disagree and have not mixed; run a longer warm-up and more draws, or look "
             "for multimodality or a badly scaled posterior")
 
 
-def _ess(conv: dict, still: dict, n_chains: int) -> str | None:
+def _ess(conv: dict, still: dict, n_chains: int, where: str = "") -> str | None:
     threshold = ESS_PER_CHAIN_MIN * n_chains
     parts, n_bad, n = [], None, 0
     for kind in ("bulk", "tail"):
@@ -205,11 +283,12 @@ def _ess(conv: dict, still: dict, n_chains: int) -> str | None:
         n_bad = low if n_bad is None else (n_bad | low)
         if low.any():
             worst = int(np.nanargmin(np.where(low, e, np.inf)))
-            parts.append(f"{kind} ESS min {e[worst]:.3g} ({labels[worst]})")
+            parts.append(f"{kind} ESS min {beside(e[worst], threshold)} ({labels[worst]})")
     if not parts:
         return None
     return (f"{', '.join(parts)} < {threshold} (100 per chain × {n_chains} chains; Vehtari et "
-            f"al. 2021) on {int(n_bad.sum())} of {n} coordinates: the chains are too short or "
+            f"al. 2021) on {int(n_bad.sum())} of {n} coordinates{where}: the chains are too "
+            "short or "
             "mix too slowly for reliable estimates; run more draws, or tune the sampler "
             "(step size, trajectory length, a warm-up adaptation, or sampler='nuts', "
             "--sampler nuts)")
@@ -230,9 +309,11 @@ def _tree_depth(ss, attrs) -> str | None:
     share = float(np.mean(depth >= max_depth))
     if share <= TREE_DEPTH_SHARE_MAX:
         return None
-    return (f"NUTS tree depth at its maximum {max_depth} in {share:.1%} of sampling "
-            f"transitions > {TREE_DEPTH_SHARE_MAX:.0%}: trajectories were cut short before "
-            "they turned; raise max_tree_depth (--max-tree-depth), or use a dense metric "
+    return (f"NUTS tree depth at its maximum {max_depth} in "
+            f"{beside(share, TREE_DEPTH_SHARE_MAX, True)} of sampling "
+            f"transitions > {bound_text(TREE_DEPTH_SHARE_MAX, True)}: trajectories were cut "
+            "short before they turned; raise max_tree_depth (--max-tree-depth), or use a "
+            "dense metric "
             "(dense_mass=True, --dense-mass) or reparameterise the posterior")
 
 
@@ -258,8 +339,9 @@ def _ebfmi(idata, ss) -> str | None:
     low = np.flatnonzero(bfmi < EBFMI_MIN)
     if low.size == 0:
         return None
-    return (f"E-BFMI {np.min(bfmi[low]):.3g} < {EBFMI_MIN} (Betancourt 2016) in chain(s) "
-            f"{', '.join(map(str, low))}: momentum resampling explores the energy poorly "
+    return (f"E-BFMI {beside(np.min(bfmi[low]), EBFMI_MIN)} < {bound_text(EBFMI_MIN)} "
+            f"(Betancourt 2016) in chain(s) {', '.join(map(str, low))}: momentum "
+            "resampling explores the energy poorly "
             "(heavy tails or a badly adapted metric); try a longer warm-up, a dense metric "
             "(dense_mass=True, --dense-mass), or reparameterise the posterior")
 
@@ -270,12 +352,14 @@ def _acceptance(ss, totals: dict) -> str | None:
     if mean is None or not np.isfinite(mean):
         return None
     if mean < ACCEPT_MIN:
-        return (f"mean acceptance {mean:.3g} < {ACCEPT_MIN}: almost every proposal was "
-                "rejected; reduce the step size (or let the warm-up adapt it: adapt='window', "
+        return (f"mean acceptance {beside(mean, ACCEPT_MIN)} < {bound_text(ACCEPT_MIN)}: "
+                "almost every proposal was rejected; reduce the step size (or let the "
+                "warm-up adapt it: adapt='window', "
                 "--adapt window)")
     if mean > ACCEPT_MAX:
-        return (f"mean acceptance {mean:.4f} > {ACCEPT_MAX}: almost every proposal was "
-                "accepted, so the step size is probably far too small and the chains crawl; "
+        return (f"mean acceptance {beside(mean, ACCEPT_MAX)} > {bound_text(ACCEPT_MAX)}: "
+                "almost every proposal was accepted, so the step size is probably far too "
+                "small and the chains crawl; "
                 "increase the step size (or let the warm-up adapt it: adapt='window', "
                 "--adapt window)")
     return None

@@ -7,9 +7,13 @@ ArviZ draws the diagnostics:
     plot_rank(idata, "rank.png")          # rank histograms per chain
     plot_energy(idata, "energy.png")      # energy vs energy transitions, E-BFMI (HMC only)
 
-The first three take the first `max_coords` scalar coordinates over all posterior variables
-(in the order of the InferenceData), label them like `beta[3]`, write the file and return its
-path.
+The first three take the first `max_coords` scalar coordinates over all posterior variables,
+the named scalar variables first (`mu`, `sigma`), then the coordinates of the vector and array
+variables, each group in the order of the InferenceData; they label them like `beta[3]`, write
+the file and return its path. Every axis is labelled. The trace plot draws the divergent
+transitions as black ticks in a strip below every trace, and each chain that never moved
+(`checks.stuck_chains`) as a thick dashed line named in the legend, so it cannot hide in that
+strip.
 
 A tuned run's learned reward surface, read from its `tuning` group (`reward_plots.py`;
 Wang 2012, Figs 4.1/4.4 and 4.2/4.6):
@@ -42,19 +46,26 @@ def _pyplot():
 
 
 def _posterior(idata):
+    """(the InferenceData, its posterior), of the draws the run kept (`checks.kept`: a
+    network fit's burn-in is not drawn)."""
+    from .checks import kept
+
     idata = getattr(idata, "idata", idata)  # a SampleResult works too
-    post = getattr(idata, "posterior", None)
-    if post is None:
+    if getattr(idata, "posterior", None) is None:
         raise ValueError("expected an InferenceData with a posterior group")
-    return idata, post
+    idata, _ = kept(idata)
+    return idata, idata.posterior
 
 
 def coordinates(idata, max_coords: int | None = None) -> Iterator[tuple[str, np.ndarray]]:
     """(label, draws of shape (chains, draws)) for the scalar coordinates of every posterior
-    variable, at most `max_coords` of them: `x` for a scalar, `beta[3]`, `L[1, 2]`."""
+    variable, at most `max_coords` of them: `x` for a scalar, `beta[3]`, `L[1, 2]`; the
+    scalar variables first, so a model's named parameters are never crowded out by a long
+    vector."""
     _, post = _posterior(idata)
     n = 0
-    for name in post.data_vars:
+    names = sorted(post.data_vars, key=lambda v: post[v].ndim > 2)  # stable: scalars first
+    for name in names:
         x = np.asarray(post[name].values)
         if x.ndim < 2:
             continue
@@ -142,12 +153,42 @@ def plot_trace(idata, path: str | os.PathLike, max_coords: int = 8) -> Path:
     and its trace, divergent transitions after warm-up marked below the axes."""
     import arviz as az
 
+    from .checks import stuck_chains
+
     sub, n = _coordinate_idata(idata, max_coords)
-    has_div = "sample_stats" in sub.groups() and "diverging" in sub.sample_stats
+    stats = sub.sample_stats if "sample_stats" in sub.groups() else None
+    div = (np.asarray(stats["diverging"].values, bool)
+           if stats is not None and "diverging" in stats else None)
+    stuck = stuck_chains(_posterior(idata)[1])
     with _arviz_quiet():
-        axes = az.plot_trace(sub, compact=False, divergences="bottom" if has_div else None,
+        axes = az.plot_trace(sub, compact=False, divergences=None,
                              figsize=(11, 1.6 * n + 0.8), show=False)
+    for (density, trace), label in zip(np.atleast_2d(axes), sub.posterior.data_vars):
+        density.set_xlabel("value")
+        density.set_ylabel("density")
+        trace.set_xlabel("draw")
+        trace.set_ylabel("value")
+        _mark_trace(trace, np.asarray(sub.posterior[label].values, float), div, stuck)
     return _save(axes, idata, "trace", n, path)
+
+
+def _mark_trace(ax, x: np.ndarray, div: np.ndarray | None, stuck: list[int]) -> None:
+    """Divergent transitions as black ticks in a strip below the trace's range (x: (chains,
+    draws)), and each chain that never moved as a thick dashed line named in a legend."""
+    finite = x[np.isfinite(x)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    span = hi - lo if hi > lo else max(abs(hi), 1.0)
+    if div is not None and div.any():
+        draws = np.arange(x.shape[1])
+        y = lo - 0.12 * span
+        ax.plot(draws[div.any(axis=0)], np.full(int(div.any(axis=0).sum()), y), "|",
+                color="black", ms=8, label="divergent transition")
+        ax.set_ylim(lo - 0.2 * span, hi + 0.08 * span)
+    for c in stuck:
+        ax.axhline(x[c, 0], color=f"C{c % 10}", ls="--", lw=2.5,
+                   label=f"chain {c} never moved")
+    if stuck or (div is not None and div.any()):
+        ax.legend(fontsize=7, loc="upper right")
 
 
 def plot_autocorr(idata, path: str | os.PathLike, max_coords: int = 8,
@@ -161,6 +202,10 @@ def plot_autocorr(idata, path: str | os.PathLike, max_coords: int = 8,
     lag = max(1, min(max_lag, sub.posterior.sizes["draw"] - 1))
     with _arviz_quiet():
         axes = az.plot_autocorr(sub, max_lag=lag, combined=True, show=False)
+    for ax in np.ravel(np.asarray(axes, dtype=object)):
+        if ax.has_data():
+            ax.set_xlabel("lag")
+            ax.set_ylabel("autocorrelation")
     return _save(axes, idata, "autocorrelation", n, path)
 
 
@@ -197,8 +242,17 @@ def plot_energy(idata, path: str | os.PathLike) -> Path:
     idata, _ = _posterior(idata)
     if not has_energy(idata):
         raise ValueError("the run recorded no energy (not an HMC-type sampler)")
+    from matplotlib.ticker import AutoLocator
+
     with _arviz_quiet():
         ax = az.plot_energy(idata, figsize=(7, 4.5), show=False)
+    for one in np.ravel(np.asarray(ax, dtype=object)):  # ArviZ hides both axes' ticks
+        one.xaxis.set_major_locator(AutoLocator())
+        one.yaxis.set_major_locator(AutoLocator())
+        one.tick_params(labelbottom=True, labelleft=True)
+        one.set_xlabel("energy − its mean (marginal); energy change between draws "
+                       "(transition)")
+        one.set_ylabel("density")
     return _save(ax, idata, "energy", 0, path)
 
 

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .checks import check_run, convergence, frozen, quiet
+from .checks import FUNCTION_SPACE, check_run, convergence, frozen, function_space, kept, quiet
 
 
 def clean_json(x):
@@ -79,29 +79,25 @@ def summarize(idata, totals: dict | None = None) -> dict:
     `check_run`. A coordinate constant within every chain has ESS and MCSE NaN, and counts as
     ESS 0 in the run's figures.
 
-    The layout is the contract of `bomcmc summary --json`."""
+    The layout is the contract of `bomcmc summary --json`. Only the draws the run kept count
+    (`checks.kept`: a network fit's burn-in is dropped, "burn_in_dropped" says how many). A
+    network run's function-space quantities (`checks.function_space`) come under
+    "function_space", first in the table; its weights stay under "variables", with
+    "identifiable": False."""
+    idata, totals = kept(idata, totals if totals is not None else run_totals(idata))
     post = idata.posterior
+    judged = function_space(idata)
     conv = convergence(idata)
-    ess_bulk, ess_tail, mcse, rhat = (conv["ess_bulk"], conv["ess_tail"], conv["mcse_mean"],
-                                      conv["r_hat"])
+    variables = _variables(post, conv)
+    if judged is not None:
+        for v in variables.values():
+            v["identifiable"] = False
     n_chains = post.sizes.get("chain", 1)
-    still = frozen(post)
-    variables = {}
-    for name in post.data_vars:
-        x = post[name]
+    ess_bulk, still = conv["ess_bulk"], frozen(post)
+    if judged is not None:  # the run's ESS figures are those of what is identified
+        fs_conv = convergence(idata, FUNCTION_SPACE)
+        ess_bulk, still = fs_conv["ess_bulk"], frozen(judged)
 
-        def undefined(v, name=name):  # no ESS (nor MCSE) for a coordinate that never moved
-            return np.where(still[name], np.nan, np.asarray(v, dtype=float))
-
-        variables[name] = {
-            "mean": x.mean(("chain", "draw")).values,
-            "sd": x.std(("chain", "draw"), ddof=1).values,
-            "mcse_mean": undefined(mcse[name].values),
-            "ess_bulk": undefined(ess_bulk[name].values),
-            "ess_tail": undefined(ess_tail[name].values),
-            "r_hat": rhat[name].values if rhat is not None else np.full(x.shape[2:], np.nan),
-        }
-    totals = totals if totals is not None else run_totals(idata)
     # a coordinate that never moved in any chain gave no effective draws: ESS 0
     all_ess = np.concatenate([np.where(still[v], 0.0, np.asarray(ess_bulk[v], dtype=float))
                               .ravel() for v in ess_bulk.data_vars])
@@ -122,9 +118,36 @@ def summarize(idata, totals: dict | None = None) -> dict:
         "ess_bulk": min_median_max(all_ess),
         **efficiency(all_ess, totals.get("n_grad") or 0, totals.get("wall_s") or 0.0),
         "lp": log_density_summary(idata),
+        "burn_in_dropped": post.attrs.get("burn_in_dropped"),
     }
-    return clean_json({"variables": variables, "run": run,
-                       "warnings": check_run(idata, totals, conv)})
+    out = {"variables": variables, "run": run, "warnings": check_run(idata, totals, conv)}
+    if judged is not None:
+        out["function_space"] = _variables(judged, fs_conv)
+    return clean_json(out)
+
+
+def _variables(ds, conv: dict) -> dict:
+    """Per variable of a Dataset (chain, draw, ...): mean, sd, MCSE, bulk/tail ESS, R-hat;
+    NaN ESS and MCSE for a coordinate that never moved."""
+    ess_bulk, ess_tail, mcse, rhat = (conv["ess_bulk"], conv["ess_tail"], conv["mcse_mean"],
+                                      conv["r_hat"])
+    still = frozen(ds)
+    variables = {}
+    for name in ds.data_vars:
+        x = ds[name]
+
+        def undefined(v, name=name):  # no ESS (nor MCSE) for a coordinate that never moved
+            return np.where(still[name], np.nan, np.asarray(v, dtype=float))
+
+        variables[name] = {
+            "mean": x.mean(("chain", "draw")).values,
+            "sd": x.std(("chain", "draw"), ddof=1).values,
+            "mcse_mean": undefined(mcse[name].values),
+            "ess_bulk": undefined(ess_bulk[name].values),
+            "ess_tail": undefined(ess_tail[name].values),
+            "r_hat": rhat[name].values if rhat is not None else np.full(x.shape[2:], np.nan),
+        }
+    return variables
 
 
 def log_density_summary(idata) -> dict | None:
@@ -179,15 +202,19 @@ def format_table(summary: dict, max_rows: int = 40) -> str:
     """A table of the summary for the terminal: every column as wide as its widest cell,
     separated by two spaces, so neighbouring numbers never run together."""
     rows = []
-    total = sum(np.size(v["mean"]) for v in summary["variables"].values())
-    for name, s in summary["variables"].items():
-        arrs = {k: np.asarray(v, dtype=object).ravel() for k, v in s.items()}
-        n = len(arrs["mean"])
-        for i in range(n):
-            if len(rows) >= max_rows:
-                break
-            label = name if n == 1 else f"{name}[{i}]"
-            rows.append([label] + [cell(arrs[key][i], d) for _, key, d in COLUMNS])
+    fs = summary.get("function_space") or {}
+    groups = [(fs, ""), (summary["variables"], "*" if fs else "")]
+    total = sum(np.size(v["mean"]) for g, _ in groups for v in g.values())
+    for group, mark in groups:
+        for name, s in group.items():
+            arrs = {k: np.asarray(v, dtype=object).ravel() for k, v in s.items()
+                    if k != "identifiable"}
+            n = len(arrs["mean"])
+            for i in range(n):
+                if len(rows) >= max_rows:
+                    break
+                label = (name if n == 1 else f"{name}[{i}]") + mark
+                rows.append([label] + [cell(arrs[key][i], d) for _, key, d in COLUMNS])
     header = ["variable"] + [title for title, _, _ in COLUMNS]
     widths = [max(len(r[j]) for r in rows + [header]) for j in range(len(header))]
 
@@ -198,6 +225,10 @@ def format_table(summary: dict, max_rows: int = 40) -> str:
     lines = [line(header)] + [line(r) for r in rows]
     if total > len(rows):
         lines.append(f"... ({total - len(rows)} more)")
+    if fs:
+        lines.append("* a network weight: not identifiable (hidden units can be permuted and "
+                     "their signs flipped), so its ESS and R-hat say little; the predictions "
+                     f"and log-likelihood ({', '.join(fs)}) decide the warnings")
     r = summary["run"]
 
     def mmm(d, p):
@@ -205,8 +236,10 @@ def format_table(summary: dict, max_rows: int = 40) -> str:
 
     lines += [
         "",
-        f"chains={r['chains']} draws={r['draws']} gradients={r['n_grad']} "
-        f"(warm-up {r['n_grad_warmup']}) wall={_s(r['wall_s'])} s "
+        f"chains={r['chains']} draws={r['draws']} per chain"
+        + (f" (after {r['burn_in_dropped']} burn-in draws)" if r.get("burn_in_dropped") else "")
+        + f", gradients={r['n_grad']} in total "
+        f"over the {r['chains']} chains (warm-up {r['n_grad_warmup']}) wall={_s(r['wall_s'])} s "
         f"(warm-up {_s(r['wall_s_warmup'])} s, compile {_s(r['compile_s'])} s)",
         f"ESS bulk min/median/max      {mmm(r['ess_bulk'], 4)}",
         f"ESS per gradient min/med/max {mmm(r['ess_per_grad'], 3)}",

@@ -53,6 +53,7 @@ def from_numpyro(model, *args, **kwargs) -> Posterior:
         raise BomcmcError(f"from_numpyro: the model must be a callable, got "
                           f"{type(model).__name__}")
     name = model_name(model)
+    _check_data(model, name, args, kwargs)
     try:
         info = initialize_model(jax.random.PRNGKey(0), model,
                                 init_strategy=init_to_uniform(radius=INIT_RADIUS),
@@ -92,6 +93,56 @@ def from_numpyro(model, *args, **kwargs) -> Posterior:
         log_likelihood_fn=loglik if observed else None,
         observed_data=observed or None,
     )
+
+
+def _check_data(model, name: str, args, kwargs) -> None:
+    """A one-line BomcmcError naming the observed site, or else the model argument, whose
+    data hold NaN or inf, and the first bad row; NumPyro itself would fail later with
+    "Cannot find valid initial parameters" and never name the data."""
+    from ..validation import first_bad
+
+    for site, value in _observed(model, args, kwargs).items():
+        where = first_bad(value)
+        if where is not None:
+            raise BomcmcError(f"NumPyro model '{name}': observed site '{site}' holds {where}: "
+                              "drop or impute the missing or infinite values")
+    for arg, value in _arguments(model, args, kwargs).items():
+        where = first_bad(value) if _numeric_array(value) else None
+        if where is not None:
+            raise BomcmcError(f"NumPyro model '{name}': argument '{arg}' holds {where}: "
+                              "drop or impute the missing or infinite values")
+
+
+def _observed(model, args, kwargs) -> dict:
+    """The observed sites' values of one trace of the model ({} if it cannot be traced:
+    `initialize_model` then reports why)."""
+    import warnings
+
+    from numpyro import handlers
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = handlers.trace(handlers.seed(model, rng_seed=0)).get_trace(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - initialize_model reports a model that fails
+        return {}
+    return {k: site["value"] for k, site in trace.items()
+            if site["type"] == "sample" and site.get("is_observed")}
+
+
+def _arguments(model, args, kwargs) -> dict:
+    """The model call's arguments by parameter name ("argument 0", ... without a signature)."""
+    import inspect
+
+    try:
+        return dict(inspect.signature(model).bind(*args, **kwargs).arguments)
+    except (TypeError, ValueError):
+        return {**{str(i): a for i, a in enumerate(args)}, **kwargs}
+
+
+def _numeric_array(value) -> bool:
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and np.dtype(dtype).kind in "fc"
 
 
 __all__ = ["from_numpyro"]

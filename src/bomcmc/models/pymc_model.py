@@ -52,6 +52,7 @@ def from_pymc(model) -> Posterior:
     if not model.value_vars:
         raise BomcmcError(f"PyMC model '{name}' has no free variables to sample")
     value_names = [v.name for v in model.value_vars]
+    _check_data(model, name, find_observations)
     try:
         start = model.initial_point()
         logp = get_jaxified_logp(model, negative_logp=True)  # True: +logp (PyMC's naming)
@@ -96,6 +97,23 @@ def from_pymc(model) -> Posterior:
         log_likelihood_fn=loglik if pointwise is not None else None,
         observed_data=observed or None,
     )
+
+
+def _check_data(model, name: str, find_observations) -> None:
+    """A one-line BomcmcError naming the observed variable whose data hold NaN or inf, and
+    the first bad row. (PyMC turns NaN in `observed=` into imputed variables with a warning;
+    their masked values are not NaN here, so imputation keeps working.)"""
+    from ..validation import first_bad
+
+    try:
+        observed = find_observations(model)
+    except Exception:  # noqa: BLE001 - the JAX translation reports a graph that fails
+        return
+    for var, value in observed.items():
+        where = first_bad(np.ma.filled(value, 0.0) if np.ma.isMaskedArray(value) else value)
+        if where is not None:
+            raise BomcmcError(f"PyMC model '{name}': observed variable '{var}' holds {where}: "
+                              "drop or impute the missing or infinite values")
 
 
 __all__ = ["from_pymc"]
