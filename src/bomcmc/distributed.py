@@ -10,7 +10,8 @@ holds the same tuner state. Process 0 assembles the run.
     initialize(coordinator, num_processes, process_id)   join (or form) the runtime
     group()                    this process's place: Group(rank, size)
     allgather(tree)            every process's arrays, concatenated along the chain axis
-    agree(text, what)          a one-line error unless every process holds the same text
+    agree(config, what)        a one-line error unless every process holds the same config
+    on_main(fn)                fn on process 0, its BomcmcError raised on every process
 """
 
 from __future__ import annotations
@@ -162,6 +163,26 @@ def agree(config: dict, what: str = "run configuration") -> None:
                               f"differs ({shown}); start every process with the same flags")
 
 
+def on_main(fn) -> Any:
+    """`fn()` on process 0 alone (creating the run directory, writing its results); a
+    BomcmcError it raises is raised on every process, so that none waits for the others
+    forever. Every process returns when process 0 is done."""
+    import jax
+
+    if jax.process_count() == 1:
+        return fn()
+    result, error = None, ""
+    if jax.process_index() == 0:
+        try:
+            result = fn()
+        except BomcmcError as e:
+            error = str(e) or "failed"
+    error = gather_texts(error)[0]
+    if error:
+        raise BomcmcError(error)
+    return result
+
+
 def barrier(name: str) -> None:
     """Wait until every process reaches the barrier `name`."""
     import jax
@@ -184,4 +205,4 @@ def broadcast(tree: Any) -> Any:
 
 
 __all__ = ["Group", "agree", "allgather", "barrier", "broadcast", "check_split", "free_port",
-           "gather_texts", "group", "initialize", "parse_address"]
+           "gather_texts", "group", "initialize", "on_main", "parse_address"]

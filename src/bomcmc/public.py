@@ -99,6 +99,7 @@ def sample(
     adapt: str | None = "auto",
     adapt_options: dict | None = None,
     max_grad: int | None = None,
+    chain_block: int | None = None,
     **options,
 ) -> driver.SampleResult:
     """Sample a posterior with all chains vmapped inside jitted chunks.
@@ -135,6 +136,14 @@ def sample(
     default) shows it only when stderr is a terminal. `save_warmup=True` keeps the warm-up
     draws in the InferenceData's `warmup_posterior` and `warmup_sample_stats` groups
     (ArviZ's names).
+
+    Over several processes (a program that joined JAX's distributed runtime with
+    `bomcmc.distributed.initialize`, under SLURM, Open MPI or `bomcmc sample --processes N`),
+    every process calls `sample` with the same arguments and an `out` directory they share:
+    process p runs chains [p·C/N, (p+1)·C/N), each writes its own chunks, the tuner sees
+    every chain, and process 0 returns the InferenceData (the others `idata=None`).
+    `chain_block` chains are vmapped together (default: all of a process's), which keeps a
+    chain's arithmetic the same whatever the number of processes (docs/distributed.md).
     """
     if float64:
         set_float64(True)
@@ -146,7 +155,7 @@ def sample(
         init_strategy=init_strategy, init_per_chain=init_per_chain, save_warmup=save_warmup,
         overwrite=overwrite, tuner=tuner, adapt=adapt, adapt_options=adapt_options,
         max_grad=max_grad, posterior_name=post.name if models.is_builtin(post.name) else "custom",
-        **options)
+        chain_block=chain_block, **options)
 
 
 def resume(

@@ -32,7 +32,8 @@ import numpy as np
 
 from .errors import BomcmcError
 
-CHUNK_RE = re.compile(r"^(\d{6})\.npz$")
+# a one-process run's chunk: 000012.npz; process p of n's part of it: 000012.p1of2.npz
+CHUNK_RE = re.compile(r"^(\d{6})(?:\.p(\d+)of(\d+))?\.npz$")
 
 
 class ChunkRecord(NamedTuple):
@@ -116,6 +117,27 @@ def from_flat(flat: dict[str, np.ndarray], where: str) -> ChunkRecord:
     )
 
 
+def merge_parts(parts: list[ChunkRecord]) -> ChunkRecord:
+    """One chunk from the parts the processes of a run wrote, in process order: their chains
+    side by side. The tuner's state and history are every process's (the tuners saw every
+    chain); the seconds are the slowest process's; the kernel's start gradients add up."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+
+    def cat(group):
+        return {f: np.concatenate([getattr(p, group)[f] for p in parts]) for f in
+                getattr(first, group)}
+
+    return first._replace(
+        wall_s=max(p.wall_s for p in parts), tuner_s=max(p.tuner_s for p in parts),
+        positions=np.concatenate([p.positions for p in parts]),
+        lp=np.concatenate([p.lp for p in parts]),
+        info=cat("info"), state=cat("state"), knobs=cat("knobs"),
+        next_knobs=cat("next_knobs"), adapt=cat("adapt"),
+        start_grads=sum(p.start_grads for p in parts))
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -174,7 +196,10 @@ class MemoryStore:
         self._chunks: list[ChunkRecord] = []
         self.path = None
 
-    def write_chunk(self, index: int, record: ChunkRecord) -> None:
+    def write_chunk(self, index: int, record: ChunkRecord, part: tuple[int, int] = (0, 1)) -> None:
+        if part != (0, 1):
+            raise BomcmcError("a run over several processes needs an output directory "
+                              "(out=DIR): each process writes its chains' chunks there")
         assert index == len(self._chunks)
         self._chunks.append(record)
 
@@ -235,22 +260,55 @@ class DiskStore:
         return read_json(self.path / "config.json", "run configuration")
 
     # -- chunks ---------------------------------------------------------------------------
-    def _chunk_files(self) -> list[Path]:
+    def _chunk_parts(self) -> list[list[Path]]:
+        """The files of each complete chunk, in order, each chunk's parts in process order.
+        A chunk is complete when every process's part is there; the run's chunks are those
+        before the first incomplete one (a run killed between two processes' writes)."""
         if not self.chunk_dir.is_dir():
             return []
-        files = sorted(p for p in self.chunk_dir.iterdir() if CHUNK_RE.match(p.name))
-        for i, p in enumerate(files):
-            if int(CHUNK_RE.match(p.name).group(1)) != i:
-                raise BomcmcError(f"{self.chunk_dir}: chunk files are not consecutive at {p.name}")
-        return files
+        found: dict[int, dict[int, dict[int, Path]]] = {}
+        for p in self.chunk_dir.iterdir():
+            m = CHUNK_RE.match(p.name)
+            if m:
+                size = int(m.group(3) or 1)
+                found.setdefault(int(m.group(1)), {}).setdefault(size, {})[
+                    int(m.group(2) or 0)] = p
+        out = []
+        for index in range(len(found) + 1):
+            complete = [sorted(parts.items()) for size, parts in found.get(index, {}).items()
+                        if sorted(parts) == list(range(size))]
+            if not complete:
+                if any(i > index for i in found):
+                    if not found.get(index):
+                        raise BomcmcError(f"{self.chunk_dir}: chunk files are not consecutive "
+                                          f"(no chunk {index:06d})")
+                break
+            out.append([p for _, p in complete[0]])
+        return out
+
+    def _chunk_files(self) -> list[Path]:
+        return [p for parts in self._chunk_parts() for p in parts]
 
     def num_chunks(self) -> int:
-        return len(self._chunk_files())
+        return len(self._chunk_parts())
 
-    def write_chunk(self, index: int, record: ChunkRecord) -> None:
+    def write_chunk(self, index: int, record: ChunkRecord, part: tuple[int, int] = (0, 1)) -> None:
+        """Chunk `index`, or process part[0]'s part of it in a run of part[1] processes."""
+        rank, size = part
+        name = f"{index:06d}.npz" if size == 1 else f"{index:06d}.p{rank}of{size}.npz"
         buf = io.BytesIO()
         np.savez(buf, **to_flat(record))
-        atomic_write_bytes(self.chunk_dir / f"{index:06d}.npz", buf.getvalue())
+        atomic_write_bytes(self.chunk_dir / name, buf.getvalue())
+
+    def discard_after(self, index: int) -> None:
+        """Remove every chunk file numbered `index` or later: parts of a chunk that not every
+        process finished, before a resumed run writes that chunk again."""
+        if not self.chunk_dir.is_dir():
+            return
+        for p in self.chunk_dir.iterdir():
+            m = CHUNK_RE.match(p.name)
+            if m and int(m.group(1)) >= index:
+                p.unlink()
 
     def _load(self, path: Path) -> ChunkRecord:
         try:
@@ -261,12 +319,12 @@ class DiskStore:
         return from_flat(flat, str(path))
 
     def chunks(self) -> Iterator[ChunkRecord]:
-        for p in self._chunk_files():
-            yield self._load(p)
+        for parts in self._chunk_parts():
+            yield merge_parts([self._load(p) for p in parts])
 
     def last_chunk(self) -> ChunkRecord | None:
-        files = self._chunk_files()
-        return self._load(files[-1]) if files else None
+        parts = self._chunk_parts()
+        return merge_parts([self._load(p) for p in parts[-1]]) if parts else None
 
     # -- the finished run -----------------------------------------------------------------
     def write_idata(self, idata) -> Path:

@@ -206,6 +206,11 @@ def warnings_as_lines():
 
 
 def cmd_sample(args) -> int:
+    from .processes import join_or_launch
+
+    launched = join_or_launch(args, chains=args.chains, run_dir=args.out)
+    if launched is not None:
+        return launched
     import bomcmc
 
     bomcmc.enable_compilation_cache()
@@ -213,19 +218,26 @@ def cmd_sample(args) -> int:
     if out.exists() and not out.is_dir():
         raise bomcmc.BomcmcError(f"{out}: exists and is not a directory")
     with _no_python_warnings():  # _report prints them, one line each
-        result = bomcmc.sample(**sample_kwargs(args))
-    _report(result, Path(result.path or out), args)
+        result = bomcmc.sample(**sample_kwargs(args), chain_block=args.chain_block)
+    if result.idata is not None:  # process 0 of a run over several processes reports
+        _report(result, Path(result.path or out), args)
     return 0
 
 
 def cmd_resume(args) -> int:
+    from .processes import join_or_launch
+
+    _check_run_dir(args.dir)
+    launched = join_or_launch(args, chains=None, run_dir=args.dir)
+    if launched is not None:
+        return launched
     import bomcmc
 
     bomcmc.enable_compilation_cache()
-    _check_run_dir(args.dir)
     with _no_python_warnings():
         result = bomcmc.resume(args.dir, progress=False if args.no_progress else None)
-    _report(result, Path(result.path or args.dir), args)
+    if result.idata is not None:
+        _report(result, Path(result.path or args.dir), args)
     return 0
 
 

@@ -156,11 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="warm-up adaptation: 'window' (Stan's; the default for nuts and "
                         "nuts_async), 'dual_averaging' (the step size only) or 'none'")
     _output_flags(s)
+    _process_flags(s, sample=True)
 
     r = sub.add_parser("resume", help="continue an interrupted run",
                        description="Continue a run directory from its last complete chunk.")
     r.add_argument("dir", metavar="DIR", help="run directory")
     _output_flags(r)
+    _process_flags(r, sample=False)
 
     m = sub.add_parser("summary", help="summarize a finished run",
                        description="Print the diagnostics of a finished run; with --plots, "
@@ -184,6 +186,26 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the summary as JSON instead of the table")
     _view_flags(p, plots=True)
+
+
+def _process_flags(p: argparse.ArgumentParser, sample: bool) -> None:
+    g = p.add_argument_group("several processes (JAX's distributed runtime; "
+                             "docs/distributed.md)")
+    g.add_argument("--processes", type=positive_int, default=None, metavar="N",
+                   help="run the chains in N worker processes on this machine (one per "
+                        "GPU on a multi-GPU host); the draws are those of one process")
+    g.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="join a run of --num-processes processes whose process 0 listens "
+                        "at HOST:PORT (not needed under SLURM or Open MPI, which JAX detects)")
+    g.add_argument("--num-processes", type=positive_int, default=None, metavar="N",
+                   help="with --coordinator: the number of processes in the run")
+    g.add_argument("--process-id", type=nonneg_int, default=None, metavar="I",
+                   help="with --coordinator: this process's number, 0..N-1")
+    if sample:
+        g.add_argument("--chain-block", type=positive_int, default=None, metavar="B",
+                       help="chains vmapped together (default: all of a process's); a "
+                            "one-process run with B = C/N gives the draws of an N-process "
+                            "run bit for bit")
 
 
 def _view_flags(p: argparse.ArgumentParser, plots: bool) -> None:
@@ -243,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             args = build_parser().parse_args(argv)
         except SystemExit as e:  # --help / --version
             return e.code if isinstance(e.code, int) else 0
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # for --processes' workers
         return COMMANDS[args.command](args)
     except _UsageError as e:
         return _fail(e, EXIT_USAGE)

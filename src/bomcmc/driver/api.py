@@ -16,7 +16,7 @@ from typing import Any
 
 import jax
 
-from .. import registry
+from .. import distributed, registry
 from ..config import set_float64
 from ..diagnostics import SamplingWarning, check_run
 from ..errors import BomcmcError
@@ -68,10 +68,12 @@ def prepare(spec: RunSpec, post: Posterior, store, tuner: Tuner | None,
     next chunk index). Unless `fresh`, a store with chunks continues from its last one."""
     run = Run(spec, post, store, tuner, sampler)
     template = run.initial_state()
-    if tuner is None:
-        default_tuner(run, template)
+    if tuner is None:  # the tuner starts from every process's chains
+        default_tuner(run, distributed.allgather(template))
     adapt_template = run.initial_adapt_state(template)
     last = None if fresh else store.last_chunk()
+    if not fresh:  # parts of a chunk not every process finished are written again
+        distributed.on_main(lambda: store.discard_after(0 if last is None else last.index + 1))
     if last is None:
         states, adapt_state, next_iter, index = template, adapt_template, 0, 0
         run.knobs = run.tuner.initial_knobs(run.knobs)
@@ -100,10 +102,13 @@ def _compile(run: Run, states, adapt_state, progress: bool) -> None:
 def _restore(run: Run, last: ChunkRecord, template, adapt_template):
     """States, knobs, adapter and tuner as the last stored chunk left them."""
     path = run.store.path
+    def mine(fields: dict) -> dict:  # this process's chains of a group of fields
+        return {k: v[run.local] for k, v in fields.items()}
+
     try:
-        states = unpack(last.state, template)
+        states = unpack(mine(last.state), template)
         run.knobs = unpack(last.next_knobs, run.knobs)
-        adapt_state = (unpack(last.adapt, adapt_template) if run.adapter is not None
+        adapt_state = (unpack(mine(last.adapt), adapt_template) if run.adapter is not None
                        else adapt_template)
     except KeyError as e:
         raise BomcmcError(f"{path}: last chunk lacks {e}; not from this sampler") from None
@@ -116,11 +121,19 @@ def _restore(run: Run, last: ChunkRecord, template, adapt_template):
 def _finish(run: Run, store, wall_total: float) -> SampleResult:
     """The assembled run, written to a run directory if any; each problem its diagnostics
     show (`diagnostics.check_run`) is warned as a `SamplingWarning` at the caller of `sample`
-    or `resume`."""
+    or `resume`.
+
+    Over several processes, process 0 assembles the run once every process has written its
+    last chunk; the others return a result without an InferenceData (`idata` None)."""
+    distributed.barrier("bomcmc: every chunk written")
+    if not run.group.is_main:
+        distributed.barrier("bomcmc: run assembled")
+        return SampleResult(idata=None, totals={}, path=store.path)
     idata, totals = assemble(run, store, wall_total)
     if isinstance(store, DiskStore):
         store.write_idata(idata)
         store.write_run(totals)
+    distributed.barrier("bomcmc: run assembled")
     for msg in check_run(idata, totals):
         # stacklevel 4: _finish <- sample/resume <- the face (bomcmc.public) <- the caller
         warnings.warn(msg, SamplingWarning, stacklevel=4)
@@ -162,6 +175,7 @@ def sample(
     adapt_options: dict | None = None,
     max_grad: int | None = None,
     posterior_name: str = "custom",
+    chain_block: int | None = None,
     **options,
 ) -> SampleResult:
     """Sample `posterior` (a `Posterior`) with `sampler` (a name, a Sampler or a Kernel, built
@@ -190,21 +204,36 @@ def sample(
         init_jitter=float(init_jitter), init_strategy=init_strategy,
         init_per_chain=bool(init_per_chain), save_warmup=bool(save_warmup),
         config=json_config(config), max_grad=max_grad, model=posterior.model_file,
+        chain_block=_chain_block(chain_block, chains),
     )
     if chunk_size is None:  # a buffer for the whole run, within a memory cap
         dim = flatten(posterior, check_finite=False).dim
         spec.chunk_size = default_buffer(spec.chains, dim, spec.draws, spec.warmup)
     spec.validate()
+    distributed.agree(spec.to_json())  # every process was started with the same flags
     store = DiskStore(out) if out is not None else MemoryStore()
     if isinstance(store, DiskStore):
-        store.check_writable(overwrite)
-    progress = show_progress(progress)
+        distributed.on_main(lambda: store.check_writable(overwrite))
+    elif distributed.group().size > 1:
+        raise BomcmcError("a run over several processes needs out=DIR (--out): each process "
+                          "writes its chains' chunks there")
+    progress = show_progress(progress) and distributed.group().is_main
     run, states, adapt_state, next_iter, index = prepare(spec, posterior, store, tuner, sampler,
                                                          fresh=True, progress=progress)
     if isinstance(store, DiskStore):
-        store.create(spec.to_json(), overwrite=overwrite)
+        distributed.on_main(lambda: store.create(spec.to_json(), overwrite=overwrite))
     execute(run, states, adapt_state, next_iter, index, progress)
     return _finish(run, store, time.perf_counter() - t_start)
+
+
+def _chain_block(chain_block: int | None, chains: int) -> int | None:
+    """The run's chain block: the user's, else, over N processes, chains // N (each process's
+    chains vmapped together, as a resume over another N will compute them)."""
+    size = distributed.group().size
+    if chain_block is None and size > 1:
+        distributed.check_split(chains, size)
+        return chains // size
+    return chain_block
 
 
 def _config(smp, config, options, adapt, adapt_options, warmup, tuner_given) -> SamplerConfig:
@@ -249,7 +278,7 @@ def resume(
         set_float64(True)
     store = DiskStore(out)
     smp = registry.get(sampler if sampler is not None else spec.sampler, posterior)
-    progress = show_progress(progress)
+    progress = show_progress(progress) and distributed.group().is_main
     run, states, adapt_state, next_iter, index = prepare(spec, posterior, store, tuner, smp,
                                                          fresh=False, progress=progress)
     execute(run, states, adapt_state, next_iter, index, progress)

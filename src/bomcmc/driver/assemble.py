@@ -59,6 +59,7 @@ def assemble(run: Run, store, wall_total: float):
         "draws": int(sum(p.shape[1] for p in pos)),
         "dim": flat.dim,
         "devices": 1 if run.sharding is None else len(run.sharding.mesh.devices.ravel()),
+        "processes": run.group.size,
     }
     attrs = {
         "inference_library": "bomcmc",

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import distributed
 from ..adaptation import get_adapter
 from ..adaptation.base import Adapter
 from ..errors import BomcmcError
@@ -90,10 +91,16 @@ class Run:
         self.knobs = jax.tree_util.tree_map(
             lambda a: np.broadcast_to(a, (spec.chains,) + np.shape(a)).copy(), one
         )
+        # the chains this process runs (all of them in a one-process run), with the keys
+        # they have in any run of the same seed
+        self.group = distributed.group()
+        distributed.check_split(spec.chains, self.group.size)
+        self.local = self.group.chains(spec.chains)
+        self.block = _chain_block(spec, self.group)
         root = jax.random.PRNGKey(spec.seed)
         self.init_key = jax.random.fold_in(root, 0)
-        self.chain_keys = jax.random.split(jax.random.fold_in(root, 1), spec.chains)
-        self.sharding = _chain_sharding(spec.chains)
+        self.chain_keys = jax.random.split(jax.random.fold_in(root, 1), spec.chains)[self.local]
+        self.sharding = _chain_sharding(self.local.stop - self.local.start)
         self.compile_s = 0.0
         self.start_grads = 0
 
@@ -102,7 +109,8 @@ class Run:
         finite are drawn again, up to MAX_INIT_TRIES times (Stan's rule); fixed starts are not."""
         spec, flat = self.spec, self.flat
         strategy = spec.init_strategy
-        starts = flat.init_flat(self.init_key, spec.chains, spec.init_jitter, strategy)
+        starts = flat.init_flat(self.init_key, spec.chains, spec.init_jitter,
+                                strategy)[self.local]
         kernel = self.kernel
 
         def one(x):
@@ -111,18 +119,19 @@ class Run:
                 x, n = kernel.start(x, flat.logdensity_fn)
             return kernel.init(x, flat.logdensity_fn), n
 
-        init = jax.jit(jax.vmap(one))
+        init = jax.jit(vmap_in_blocks(one, self.block))
         redraw = strategy == "uniform" and flat.source.chain_inits is None
         self.start_grads = 0  # gradient evaluations of the kernel's start, every attempt's
         for attempt in range(1, MAX_INIT_TRIES + 1):
             states, n = init(starts)
             self.start_grads += int(np.sum(np.asarray(n)))
-            lp_bad, grad_bad = _not_finite(states)
+            # every process's chains decide whether to draw again, as in one process
+            lp_bad, grad_bad = distributed.allgather(_not_finite(states))
             bad = lp_bad | grad_bad
             if not bad.any() or not redraw:
                 break
             fresh = flat.init_flat(self.init_key, spec.chains, 0.0, strategy, attempt)
-            starts = jnp.where(jnp.asarray(bad)[:, None], fresh, starts)
+            starts = jnp.where(jnp.asarray(bad[self.local])[:, None], fresh[self.local], starts)
         for bad, what in ((lp_bad, "logdensity"), (grad_bad, "gradient of logdensity")):
             if bad.any():
                 where = ("the initial position" if bad.all()
@@ -142,15 +151,25 @@ class Run:
         """Per-chain adaptation state (an empty tuple when nothing adapts in warm-up)."""
         if self.adapter is None:
             return ()
-        init = jax.vmap(lambda x, kn: self.adapter.init(x, kn, self.spec.warmup))
-        return jax.jit(init)(states.position, self.knobs)
+        init = vmap_in_blocks(lambda x, kn: self.adapter.init(x, kn, self.spec.warmup),
+                              self.block)
+        return jax.jit(init)(states.position, self.local_knobs(self.knobs))
+
+    def local_knobs(self, knobs):
+        """This process's chains' rows of the run's knobs (all of them in one process)."""
+        if self.group.size == 1:
+            return knobs
+        return jax.tree_util.tree_map(lambda a: a[self.local], knobs)
 
     def compile(self, states, adapt_state):
         t0 = time.perf_counter()
         fn = build_chunk_fn(self.flat, self.kernel, self.spec.chunk_size, self.spec.warmup,
                             self.adapter)
+        if self.block < self.local.stop - self.local.start:
+            fn = in_blocks(fn, self.block)
         i32 = jnp.int32
-        args = (self._put(self.chain_keys), self._put(states), self._put(self.knobs),
+        args = (self._put(self.chain_keys), self._put(states),
+                self._put(self.local_knobs(self.knobs)),
                 self._put(adapt_state),
                 jnp.asarray(0, i32), jnp.asarray(1, i32), jnp.asarray(1, i32))
         self._chunk = jax.jit(fn).lower(*args).compile()
@@ -158,10 +177,63 @@ class Run:
 
     def run_chunk(self, states, knobs, adapt_state, start_iter: int, n_draws: int, thin: int):
         i32 = jnp.int32
-        out = self._chunk(self._put(self.chain_keys), self._put(states), self._put(knobs),
+        out = self._chunk(self._put(self.chain_keys), self._put(states),
+                          self._put(self.local_knobs(knobs)),
                           self._put(adapt_state), jnp.asarray(start_iter, i32),
                           jnp.asarray(n_draws, i32), jnp.asarray(thin, i32))
         return jax.block_until_ready(out)
+
+
+def _chain_block(spec: RunSpec, group) -> int:
+    """Chains vmapped together in this process: spec.chain_block, else all of its chains."""
+    local = spec.chains // group.size
+    block = spec.chain_block or local
+    if local % block:
+        raise BomcmcError(f"the run computes its chains in blocks of {block} (chain_block), "
+                          f"which do not divide the {local} chains each of {group.size} "
+                          f"processes would run: use a number of processes that divides "
+                          f"{spec.chains // block}")
+    return block
+
+
+def _blocks(tree, block: int):
+    """Leading axis C -> (C // block, block)."""
+    return jax.tree_util.tree_map(
+        lambda a: a.reshape((a.shape[0] // block, block) + a.shape[1:]), tree)
+
+
+def _unblocks(tree):
+    return jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), tree)
+
+
+def in_blocks(chunk: Callable, block: int) -> Callable:
+    """The chunk function over a process's chains in a loop over blocks of `block` chains,
+    each block vmapped as a run of `block` chains is: the arithmetic of a chain (how XLA
+    batches its matrix products) depends on how many chains are vmapped together, so a run
+    split over processes and its resume over another number of them compute every chain
+    alike (`lax.map`)."""
+    def blocked(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
+        def one(args):
+            return chunk(*args, start_iter, n_draws, thin)
+
+        return _unblocks(jax.lax.map(one, _blocks((keys, states, knobs, adapt_states),
+                                                  block)))
+
+    return blocked
+
+
+def vmap_in_blocks(f: Callable, block: int) -> Callable:
+    """`jax.vmap(f)` over the leading (chain) axis of every argument, computed in blocks of
+    `block` chains as `in_blocks` does (plain vmap when the chains are one block)."""
+    v = jax.vmap(f)
+
+    def blocked(*args):
+        chains = jax.tree_util.tree_leaves(args)[0].shape[0]
+        if chains <= block:
+            return v(*args)
+        return _unblocks(jax.lax.map(lambda a: v(*a), _blocks(args, block)))
+
+    return blocked
 
 
 def _not_finite(states) -> tuple[np.ndarray, np.ndarray]:
@@ -172,8 +244,9 @@ def _not_finite(states) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _chain_sharding(chains: int):
-    """Shard the chain axis over devices when there are several and they divide the chains."""
-    devices = jax.devices()
+    """Shard this process's chain axis over its devices when it has several and they divide
+    its chains (the other processes' devices hold the other processes' chains)."""
+    devices = jax.local_devices()
     if len(devices) <= 1 or chains % len(devices) != 0:
         return None
     from jax.sharding import Mesh, NamedSharding, PartitionSpec

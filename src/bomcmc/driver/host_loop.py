@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import distributed
 from ..store import ChunkRecord
 from ..tuning.base import SAMPLING, WARMUP
 from .engine import Run
@@ -45,7 +46,8 @@ def record(run: Run, plan: ChunkPlan, knobs, next_knobs, host, wall_s: float,
         tuner_state=json.loads(json.dumps(tuner.state_dict(history=False))),
         tuner_history=json.loads(json.dumps(tuner.chunk_history())),
         info={f: np.array(np.asarray(v)[:, :n]) for f, v in info._asdict().items()},
-        state=_arrays(states), knobs=_arrays(knobs), next_knobs=_arrays(next_knobs),
+        state=_arrays(states), knobs=_arrays(run.local_knobs(knobs)),
+        next_knobs=_arrays(run.local_knobs(next_knobs)),
         adapt=_arrays(adapt_state) if run.adapter is not None else {},
         tuner_grads=int(tuner.take_grads()),
         # the kernel's start (AHMC's mode search), counted once
@@ -161,21 +163,44 @@ def _run_and_transfer(run: Run, plan: ChunkPlan, states, knobs, adapt_state):
     return out, jax.device_get(out), wall
 
 
-def _tune(run: Run, plan: ChunkPlan, host):
+class ChunkView(NamedTuple):
+    """What the tuner, the gradient budget and the progress bar read of a chunk: every
+    chain's knobs as the chunk left them, draws, log densities and info (the first n draws).
+    In a run over several processes they are gathered from all of them, so that every
+    process's tuner sees every chain."""
+
+    knobs: object
+    positions: np.ndarray
+    lp: np.ndarray
+    info: object
+
+
+def _view(run: Run, plan: ChunkPlan, host) -> ChunkView:
+    n = plan.n_draws
+    view = ChunkView(host[1], host[3][:, :n], host[4][:, :n],
+                     jax.tree_util.tree_map(lambda a: a[:, :n], host[5]))
+    if run.group.size == 1:
+        return view
+    if not run.tuner.reads_draws:  # Stan's per-chain warm-up: the knobs and info suffice
+        return view._replace(knobs=distributed.allgather(view.knobs),
+                             info=distributed.allgather(view.info))
+    return distributed.allgather(view)
+
+
+def _tune(run: Run, plan: ChunkPlan, view: ChunkView):
     """(next knobs, seconds): the tuner's step on the chunk's draws. Its host work (rewards,
     GP, acquisition) counts in the chunk's seconds and is recorded apart, so that its share
     can be reported (totals["tuner_s"])."""
-    n = plan.n_draws
-    chunk = {"phase": plan.phase, "positions": host[3][:, :n], "lp": host[4][:, :n],
-             "info": jax.tree_util.tree_map(lambda a: a[:, :n], host[5])}
+    chunk = {"phase": plan.phase, "positions": view.positions, "lp": view.lp,
+             "info": view.info}
     t0 = time.perf_counter()
-    next_knobs = run.tuner.after_chunk(host[1], chunk)
+    next_knobs = run.tuner.after_chunk(view.knobs, chunk)
     return next_knobs, time.perf_counter() - t0
 
 
-def _chunk_grads(rec: ChunkRecord, chains: int) -> float:
-    """Gradient evaluations per chain in a chunk's transitions."""
-    return float(np.sum(rec.info["n_grad"])) / chains
+def _chunk_grads(info, chains: int) -> float:
+    """Gradient evaluations per chain in a chunk's transitions (`info` of every chain)."""
+    return float(np.sum(info.n_grad)) / chains
 
 
 def _grads_so_far(run: Run, next_iter: int) -> float:
@@ -200,16 +225,19 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
         while next_iter < spec.total_iterations and not (spec.max_grad
                                                           and grads >= spec.max_grad):
             limit = _chunk_length(spec, run.tuner.chunk_draws(knobs, spec.chunk_size), pace)
+            # every process runs the chunk the first one planned (paces differ)
+            limit = int(distributed.broadcast(np.asarray(limit)))
             plan = _plan(spec, chunk_index, next_iter, limit)
             out, host, wall = _run_and_transfer(run, plan, states, knobs, adapt_state)
             pace = wall / (plan.n_draws * plan.thin)
-            next_knobs, tuner_s = _tune(run, plan, host)
+            view = _view(run, plan, host)
+            next_knobs, tuner_s = _tune(run, plan, view)
             rec = record(run, plan, knobs, next_knobs, host, wall + tuner_s, tuner_s)
-            run.store.write_chunk(plan.index, rec)
+            run.store.write_chunk(plan.index, rec, part=tuple(run.group))
             states, knobs, adapt_state = out[0], next_knobs, out[2]
             next_iter += plan.n_draws * plan.thin
             chunk_index += 1
-            grads += _chunk_grads(rec, spec.chains)
-            bar.update(rec, grads)
+            grads += _chunk_grads(view.info, spec.chains)
+            bar.update(rec._replace(info=view.info._asdict()), grads)
     finally:
         bar.close()

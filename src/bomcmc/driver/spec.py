@@ -39,6 +39,10 @@ class RunSpec:
     config: SamplerConfig = SamplerConfig()  # knobs, adapter and tuner options, validated
     max_grad: int | None = None  # stop after the chunk whose gradients per chain reach this
     model: str | None = None  # FILE.py:NAME of a model loaded from a file; resume reloads it
+    # chains vmapped together, the others of a process in a loop over such blocks (None: all
+    # of a process's chains at once). A run over N processes sets chains // N, so that a
+    # resume over another number of processes computes every chain exactly as before.
+    chain_block: int | None = None
     version: str = __version__
 
     def validate(self) -> None:
@@ -49,6 +53,11 @@ class RunSpec:
         integer("seed", self.seed, lo=0)
         if self.max_grad is not None:
             integer("max_grad", self.max_grad)
+        if self.chain_block is not None:
+            integer("chain_block", self.chain_block)
+            if self.chains % self.chain_block:
+                raise BomcmcError(f"chain_block ({self.chain_block}) must divide the chains "
+                                  f"({self.chains})")
         if self.chunk_seconds is not None and not self.chunk_seconds > 0:
             raise BomcmcError(f"chunk_seconds must be positive, got {self.chunk_seconds}")
         choice("init_strategy", self.init_strategy, INIT_STRATEGIES)

@@ -39,6 +39,9 @@ class Tuner:
     """The base of every tuner: by default it changes nothing and keeps no state."""
 
     name = "tuner"
+    # whether after_chunk reads the chunk's draws ("positions", "lp"): in a run over several
+    # processes the driver then gathers every process's draws for it at each chunk's end
+    reads_draws = True
 
     def initial_knobs(self, knobs: Any) -> Any:
         return knobs
@@ -69,3 +72,4 @@ class FixedTuner(Tuner):
     """No tuning: the user's knobs for the whole run."""
 
     name = "fixed"
+    reads_draws = False
