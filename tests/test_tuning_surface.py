@@ -60,6 +60,11 @@ def test_bandit_surface_is_the_current_gp_over_the_box():
     np.testing.assert_array_equal(s["y"], np.arange(1, 41))  # every integer L
     assert s["x"][0] == pytest.approx(math.log(0.01)) and s["x"][-1] == pytest.approx(0.0)
     assert s["final"] == t.point and s["tried_n"].sum() == t.gp.n_obs
+    # the acquisition the last proposal maximised, on the same grid
+    u = bandit.acquisition_fn(t.bandit, t.config, t.history[-1]["p_i"])
+    for j, i in ((0, 0), (7, 3), (39, 119)):
+        assert s["acquisition"][j, i] == pytest.approx(u(np.array([s["x"][i], s["y"][j]])),
+                                                       rel=1e-9)
     wide = GPBanditTuner(eps_bounds=(0.01, 1.0), steps_bounds=(1, 1000))
     wide.reset_gp()
     wide.bandit = bandit.observe(wide.bandit._replace(point=(0.0, 5)), (0.0, 5), 1.0)

@@ -59,8 +59,7 @@ import numpy as np
 
 from ..errors import BomcmcError
 from ..validation import choice, integer, pair
-from . import bandit, batch_burn_in as burn_in, gp_bandit, learned_metric as metric
-from . import step_heuristic
+from . import bandit, batch_burn_in as burn_in, learned_metric as metric, step_heuristic, surface
 from .bandit import TRUST  # noqa: F401 - re-exported
 from .base import SAMPLING, WARMUP
 from .batch_burn_in import STEPS_CAP, BurnInState
@@ -377,8 +376,8 @@ class AHMCTuner(GPBanditTuner):
             return None
         grid = self.bandit._replace(box=self.bandit.box._replace(
             upper=(self.bandit.box.upper[0], self.steps_max)))
-        return gp_bandit.with_acquisition(gp_bandit.bandit_surface(grid), grid, self.config,
-                                          self.history)
+        return surface.with_acquisition(surface.bandit_surface(grid), grid, self.config,
+                                        self.history)
 
     def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
         super().load_state_dict(state, history)

@@ -25,7 +25,7 @@ A tuner subclasses `Tuner` and overrides what it needs:
     surface() -> dict | None                 the learned reward surface of a GP tuner, for
                                              plots: {"names", "x", "y", "mean", "sd",
                                              "tried_x", "tried_y", "tried_n", "final"}
-                                             (`gp_bandit.bandit_surface`); None otherwise
+                                             (`surface.bandit_surface`); None otherwise
 """
 
 from __future__ import annotations
