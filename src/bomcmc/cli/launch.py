@@ -28,17 +28,15 @@ def worker_commands(argv: list[str], processes: int, port: int) -> list[list[str
             for i in range(processes)]
 
 
-def _last_line(path: Path) -> str:
+def _error_line(logs: Path, rank: int) -> str:
+    """The one-line error worker `rank` left (BOMCMC_ERROR_FILE), without its prefix."""
     try:
-        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()
-                 if ln.strip() and "Gloo" not in ln]
+        return (logs / f"error-{rank}.txt").read_text().strip().removeprefix("bomcmc: error: ")
     except OSError:
         return ""
-    errors = [ln for ln in lines if ln.startswith("bomcmc: error:")]
-    return (errors or lines or [""])[-1]
 
 
-def _why(code: int, log: Path | None) -> str:
+def _why(code: int, logs: Path, rank: int) -> str:
     """How a worker ended, in words."""
     if code < 0:
         try:
@@ -46,8 +44,7 @@ def _why(code: int, log: Path | None) -> str:
         except ValueError:
             name = f"signal {-code}"
         return f"was killed by {name}"
-    line = _last_line(log) if log is not None else ""
-    line = line.removeprefix("bomcmc: error: ")
+    line = _error_line(logs, rank)
     return f"exited with status {code}" + (f": {line}" if line else "")
 
 
@@ -65,28 +62,31 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def launch(argv: list[str], processes: int, resume_hint: str) -> int:
-    """Run the workers to the end; the exit status of the run (0, or the first failure's)."""
+    """Run the workers to the end; the exit status of the run (0, or the first failure's).
+    Each worker writes its error line, if any, to a file the launcher reads, so that the run's
+    failure is reported once: a worker that was killed, else the workers' own error."""
+    import os
+
     from ..distributed import free_port
 
     logs = Path(tempfile.mkdtemp(prefix="bomcmc-workers-"))
     procs, files = [], []
     try:
         for i, cmd in enumerate(worker_commands(argv, processes, free_port())):
-            if i == 0:
-                procs.append(subprocess.Popen(cmd))
-                files.append(None)
+            env = {**os.environ, "BOMCMC_ERROR_FILE": str(logs / f"error-{i}.txt")}
+            if i == 0:  # process 0 talks to this terminal: progress, summary, warnings
+                procs.append(subprocess.Popen(cmd, env=env))
                 continue
             f = open(logs / f"process-{i}.log", "wb")
             files.append(f)
-            procs.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT))
+            procs.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env))
         return _watch(procs, logs, resume_hint)
     except KeyboardInterrupt:
         _stop(procs)
         return 130
     finally:
         for f in files:
-            if f is not None:
-                f.close()
+            f.close()
         if all(p.returncode == 0 for p in procs):
             for f in logs.iterdir():
                 f.unlink()
@@ -96,20 +96,30 @@ def launch(argv: list[str], processes: int, resume_hint: str) -> int:
 def _watch(procs: list[subprocess.Popen], logs: Path, resume_hint: str) -> int:
     while True:
         codes = [p.poll() for p in procs]
-        failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
-        if failed:
-            i = failed[0]
+        if any(c not in (None, 0) for c in codes):
+            ended = {i: c for i, c in enumerate(codes) if c is not None}  # before any stop
             _stop(procs)
-            if i == 0 and codes[0] > 0:  # process 0 printed its own one-line error
-                return codes[0]
-            log = logs / f"process-{i}.log" if i else None
-            sys.stderr.write(f"bomcmc: error: process {i} of {len(procs)} "
-                             f"{_why(codes[i], log)}; the other processes were stopped "
-                             f"({resume_hint}; worker logs in {logs})\n")
-            return codes[i] if codes[i] > 0 else 1
+            return _report(ended, len(procs), logs, resume_hint)
         if all(c == 0 for c in codes):
             return 0
         time.sleep(POLL_S)
 
 
-__all__ = ["launch", "worker_commands"]
+def _report(ended: dict[int, int], n: int, logs: Path, resume_hint: str) -> int:
+    """One line for a failed run, from the workers that ended before the launcher stopped
+    the rest: a worker that was lost (killed by a signal), else the first worker's own error
+    (the same on every process for bad input)."""
+    lost = [i for i, c in sorted(ended.items()) if c < 0]
+    if lost:
+        i = lost[0]
+        sys.stderr.write(f"bomcmc: error: process {i} of {n} {_why(ended[i], logs, i)}; the "
+                         f"other processes were stopped ({resume_hint}; worker logs in "
+                         f"{logs})\n")
+        return 1
+    failed = sorted(i for i, c in ended.items() if c > 0)
+    i = next((i for i in range(n) if _error_line(logs, i)), failed[0])
+    line = _error_line(logs, i)
+    sys.stderr.write(f"bomcmc: error: {line}\n" if line else
+                     f"bomcmc: error: process {i} of {n} {_why(ended.get(i, 1), logs, i)} "
+                     f"(worker logs in {logs})\n")
+    return max(ended[j] for j in failed)

@@ -245,7 +245,18 @@ def _fail(message, code: int, kind: str = "error") -> int:
         sys.stdout.flush()
     except Exception:  # noqa: BLE001 - a closed stdout must not hide the error line
         pass
-    print(f"{PROG}: {kind}: {_one_line(message)}", file=sys.stderr, flush=True)
+    line = f"{PROG}: {kind}: {_one_line(message)}"
+    # a worker of `--processes N` leaves its error line to the launcher, which reports the
+    # run's failure once (a lost worker makes the others fail too)
+    error_file = os.environ.get("BOMCMC_ERROR_FILE")
+    if error_file:
+        try:
+            with open(error_file, "w") as f:
+                f.write(line + "\n")
+            return code
+        except OSError:
+            pass
+    print(line, file=sys.stderr, flush=True)
     return code
 
 
