@@ -142,6 +142,8 @@ def test_chees():
     assert_too_wide_fails(raw, 1.1)  # |z| 8.3 at seed 0
 
 
+# the peers' runners are benchmark harness code: the long two run with -m slow (CI time)
+@pytest.mark.slow
 def test_meads():
     # seeds 0-4: max |z| of the means 0.81, 1.50, 2.82, 2.33, 1.58; of the variances 2.25,
     # 1.26, 2.81, 1.37, 1.56
@@ -153,6 +155,7 @@ def test_meads():
     assert_too_wide_fails(raw, 1.1)  # |z| 14.7 at seed 0
 
 
+@pytest.mark.slow
 def test_mams():
     # seeds 0-4: max |z| of the means 1.38, 1.24, 0.89, 1.54, 1.78; of the variances 1.89,
     # 0.82, 1.33, 1.78, 1.55

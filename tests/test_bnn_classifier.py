@@ -60,6 +60,8 @@ def test_string_labels_probabilities_and_accuracy(k):
     np.testing.assert_allclose(np.exp(clf.predict_log_proba(X)), proba, rtol=1e-6)
 
 
+# the regressor's grid search covers Pipeline + GridSearchCV in CI; this one with -m slow
+@pytest.mark.slow
 def test_a_grid_search_over_a_pipeline_cross_validates_and_refits():
     X, y = _blobs(n=40)
     pipe = Pipeline([("scale", StandardScaler()), ("bnn", BayesianMLPClassifier(**TINY))])

@@ -14,6 +14,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "dexter.py"
 
 
 @pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")  # 4 super-transitions
+@pytest.mark.slow  # the experiment script end to end: -m slow (CI time)
 def test_dexter_small_budget_runs_end_to_end(tmp_path):
     spec = importlib.util.spec_from_file_location("dexter_experiment", SCRIPT)
     mod = importlib.util.module_from_spec(spec)

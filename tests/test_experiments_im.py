@@ -13,6 +13,7 @@ pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "im_sampler.py"
 
 
+@pytest.mark.slow  # the experiment script end to end: -m slow (CI time)
 def test_im_experiment_runs_end_to_end(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("im_sampler", SCRIPT)
     mod = importlib.util.module_from_spec(spec)

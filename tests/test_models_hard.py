@@ -54,6 +54,9 @@ def test_default_sampler_on_hard_gaussians(name):
         check(name, registry.DEFAULT, seed)
 
 
+# BlackJAX's NUTS with Stan's warm-up on the hard suite: -m slow (CI time); NUTS's moments
+# stay in CI in test_kernels_nuts.py, the default sampler on this suite above
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NUTS_PASSES)
 def test_nuts_on_hard_gaussians(name):
     for seed in (0, 1, 2):

@@ -151,7 +151,11 @@ def gather_texts(text: str) -> list[str]:
 def agree(config: dict, what: str = "run configuration") -> None:
     """A one-line error on every process unless all hold the same `config` (a JSON-able
     dict), naming the first field that differs and the processes' values."""
-    texts = gather_texts(json.dumps(config, sort_keys=True))
+    import jax
+
+    if jax.process_count() == 1:
+        return
+    texts = gather_texts(json.dumps(config, sort_keys=True, default=repr))
     if len(set(texts)) == 1:
         return
     dicts = [json.loads(t) for t in texts]
