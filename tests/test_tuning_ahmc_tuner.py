@@ -154,7 +154,10 @@ def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
     assert kw["acquisition"] == "ei" and kw["schedule"] == "exponential" and kw["bo_steps"] == 20
     plain = cli.commands.sample_kwargs(cli.build_parser().parse_args(
         ["sample", "--posterior", "p", "--out", "x"]))
-    assert not set(plain) & set(ahmc_tuner.TUNER_OPTIONS)  # only the flags given are passed
+    from bomcmc.options import names
+    from bomcmc.schemas import TUNERS
+
+    assert not set(plain) & set(names(TUNERS["ahmc"]))  # only the flags given are passed
     assert cli.main(["sample", "--posterior", "gauss-2d-corr", "--sampler", "ahmc",
                      "--reward", "nope", "--out", str(tmp_path / "bad")]) == 2
 

@@ -13,8 +13,8 @@ transition is bit for bit `hmc.step` with those knobs.
 
 `sampler` ("two_phase", `sample(..., sampler="two_phase")`): this kernel, started like AHMC (L-BFGS
 towards the mode, `ahmc.find_mode_counted` as the kernel's `start`), with random trajectory
-lengths L_r ~ U{1..L_k} on by default, and the `TwoPhaseTuner` (`tuning/two_phase.py`) built from the options in
-`TUNER_OPTIONS` (docs/tuning.md, "Two-phase mode").
+lengths L_r ~ U{1..L_k} on by default, and the `TwoPhaseTuner` (`tuning/two_phase.py`) built from
+the options `schemas.TUNERS["two_phase"]` declares (docs/tuning.md, "Two-phase mode").
 """
 
 from __future__ import annotations

@@ -389,11 +389,6 @@ class AHMCTuner(GPBanditTuner):
 # ---------------------------------------------------------------------------------------
 # Building the tuner from the run's options (what config.json records)
 # ---------------------------------------------------------------------------------------
-TUNER_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "schedule", "acquisition", "mass",
-                 "bo_steps", "mass_windows", "eps_factors", "start", "adapt_in_sampling",
-                 "batch", "steps_cap")
-
-
 def given(options: dict) -> dict:
     """The options a user set (None: the tuner's default)."""
     return {k: v for k, v in options.items() if v is not None}

@@ -246,11 +246,6 @@ def policy_from_idata(idata) -> dict | None:
 # ---------------------------------------------------------------------------------------
 # The options of the sampler "two_phase", and its tuner built from them
 # ---------------------------------------------------------------------------------------
-TUNER_OPTIONS = ("eps_bounds", "steps_bounds", "reward", "acquisition", "bo_steps",
-                 "policy_size", "candidates", "n_candidates", "temperature", "resampling",
-                 "mass", "mass_windows", "eps_factors", "start")
-
-
 def make_tuner(options: dict, spec, flat, states):
     """The two-phase tuner of a run: `options` as config.json records them (checked by the
     tuner)."""
