@@ -87,7 +87,7 @@ def test_a_legacy_state_loads_and_continues_as_before():
     got = [(h["eps"], h["L"], h["reward"]) for h in t.history]
     assert [L for _, L, _ in got] == [L for _, L, _ in LEGACY_NEXT]
     np.testing.assert_allclose([(e, r) for e, _, r in got], [(e, r) for e, _, r in LEGACY_NEXT],
-                               rtol=1e-6)
+                               rtol=1e-10)  # as the golden draws across machines
     np.testing.assert_array_equal(kn.step_size, np.float32(LEGACY_KNOBS[0]))
     np.testing.assert_array_equal(kn.num_steps, LEGACY_KNOBS[1])
     old = GPBanditTuner.from_state(LEGACY)  # for reading a finished run

@@ -64,7 +64,7 @@ def test_bandit_surface_is_the_current_gp_over_the_box():
     u = bandit.acquisition_fn(t.bandit, t.config, t.history[-1]["p_i"])
     for j, i in ((0, 0), (7, 3), (39, 119)):
         assert s["acquisition"][j, i] == pytest.approx(u(np.array([s["x"][i], s["y"][j]])),
-                                                       rel=1e-9)
+                                                       rel=1e-12)
     wide = GPBanditTuner(eps_bounds=(0.01, 1.0), steps_bounds=(1, 1000))
     wide.reset_gp()
     wide.bandit = bandit.observe(wide.bandit._replace(point=(0.0, 5)), (0.0, 5), 1.0)

@@ -48,20 +48,14 @@ from ..diagnostics.checks import SamplingWarning
 from ..errors import BomcmcError
 from ..store import atomic_write, atomic_write_text
 
-DEFAULT_PRIOR = "ih 0.05:0.5 bh 0.05:0.5 ho x0.05:0.5 bo 100"  # FBM's regression recipe
-DEFAULT_NOISE = "0.05:0.5"
-SAMPLERS = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs", "dyn_a", "dyn_b")
+from .defaults import DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS, sampler_name  # noqa: F401
+
 CONFIG = "bnn.json"
 
 
 def _write_npz(path, **arrays) -> None:
     with open(path, "wb") as f:
         np.savez(f, **arrays)
-
-
-def sampler_name(name: str) -> str:
-    """The canonical spelling (underscores) of an estimator's sampler name."""
-    return name.strip().lower().replace("-", "_")
 
 
 def _check_int(name, v, lo=1):

@@ -29,7 +29,7 @@ def add_parsers(sub, types) -> None:
     """Register `bnn` and `demo` on the main parser's subparsers. `types`: the main CLI's
     argparse types (positive_int, nonneg_int, positive_float, probability). A list of
     argument declarations, one per line, hence its length."""
-    from ..bnn.estimator import DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS, sampler_name
+    from ..bnn.defaults import DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS, sampler_name
     from .demo import BUDGETS
 
     b = sub.add_parser("bnn", help="Bayesian neural network regression from CSV files",
