@@ -19,6 +19,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from .config import float_dtype
+from .data import Data
 from .errors import BomcmcError, first_line
 
 PyTree = Any
@@ -79,6 +80,9 @@ class Posterior:
             `kawasaki`, ...) are built for it; None for every other posterior.
         model_file: `FILE.py:NAME` of a model loaded from a file (`models.model_file`),
             recorded in config.json so that a resume loads it again.
+        data: the model's observed data as a `Data`, when its functions read them from it
+            (`data["X"]`): the run's compiled chunk then takes them as arguments, and a run
+            with `shard_data` splits their rows over devices and processes (`bomcmc.data`).
         facts: what a built-in model knows beyond its density, as the model's own NamedTuple
             (the simulated truth, the data's eigenbasis: `log_gaussian_cox.LGCPFacts`,
             `stochastic_volatility.SVFacts`, ...), for tests and experiments; the library
@@ -102,6 +106,7 @@ class Posterior:
     spin_model: Any = None
     model_file: str | None = None
     facts: NamedTuple | None = None
+    data: Data | None = None
 
     def __post_init__(self, meta: Mapping[str, Any] | None) -> None:
         """Map an earlier caller's meta={...} onto the fields (`META_KEYS`)."""

@@ -100,6 +100,7 @@ def sample(
     adapt_options: dict | None = None,
     max_grad: int | None = None,
     chain_block: int | None = None,
+    shard_data: bool = False,
     **options,
 ) -> driver.SampleResult:
     """Sample a posterior with all chains vmapped inside jitted chunks.
@@ -144,6 +145,10 @@ def sample(
     every chain, and process 0 returns the InferenceData (the others `idata=None`).
     `chain_block` chains are vmapped together (default: all of a process's), which keeps a
     chain's arithmetic the same whatever the number of processes (docs/distributed.md).
+    `shard_data=True` splits instead the rows of the posterior's data (`Posterior.data`, a
+    `bomcmc.Data`; the logistic regressions have them) over every device of every process:
+    every process runs every chain, each device sums its rows' log-likelihood, and one
+    all-reduce joins them, for data too large or too slow for one device.
     """
     if float64:
         set_float64(True)
@@ -155,7 +160,7 @@ def sample(
         init_strategy=init_strategy, init_per_chain=init_per_chain, save_warmup=save_warmup,
         overwrite=overwrite, tuner=tuner, adapt=adapt, adapt_options=adapt_options,
         max_grad=max_grad, posterior_name=post.name if models.is_builtin(post.name) else "custom",
-        chain_block=chain_block, **options)
+        chain_block=chain_block, shard_data=shard_data, **options)
 
 
 def resume(

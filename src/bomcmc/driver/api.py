@@ -69,7 +69,7 @@ def prepare(spec: RunSpec, post: Posterior, store, tuner: Tuner | None,
     run = Run(spec, post, store, tuner, sampler)
     template = run.initial_state()
     if tuner is None:  # the tuner starts from every process's chains
-        default_tuner(run, distributed.allgather(template))
+        default_tuner(run, run.gather(template))
     adapt_template = run.initial_adapt_state(template)
     last = None if fresh else store.last_chunk()
     if not fresh:  # parts of a chunk not every process finished are written again
@@ -126,7 +126,7 @@ def _finish(run: Run, store, wall_total: float) -> SampleResult:
     Over several processes, process 0 assembles the run once every process has written its
     last chunk; the others return a result without an InferenceData (`idata` None)."""
     distributed.barrier("bomcmc: every chunk written")
-    if not run.group.is_main:
+    if not run.process.is_main:
         distributed.barrier("bomcmc: run assembled")
         return SampleResult(idata=None, totals={}, path=store.path)
     idata, totals = assemble(run, store, wall_total)
@@ -176,6 +176,7 @@ def sample(
     max_grad: int | None = None,
     posterior_name: str = "custom",
     chain_block: int | None = None,
+    shard_data: bool = False,
     **options,
 ) -> SampleResult:
     """Sample `posterior` (a `Posterior`) with `sampler` (a name, a Sampler or a Kernel, built
@@ -204,7 +205,8 @@ def sample(
         init_jitter=float(init_jitter), init_strategy=init_strategy,
         init_per_chain=bool(init_per_chain), save_warmup=bool(save_warmup),
         config=json_config(config), max_grad=max_grad, model=posterior.model_file,
-        chain_block=_chain_block(chain_block, chains),
+        chain_block=chain_block if shard_data else _chain_block(chain_block, chains),
+        shard_data=bool(shard_data),
     )
     if chunk_size is None:  # a buffer for the whole run, within a memory cap
         dim = flatten(posterior, check_finite=False).dim

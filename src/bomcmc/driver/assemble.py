@@ -58,8 +58,10 @@ def assemble(run: Run, store, wall_total: float):
         "chains": spec.chains,
         "draws": int(sum(p.shape[1] for p in pos)),
         "dim": flat.dim,
-        "devices": 1 if run.sharding is None else len(run.sharding.mesh.devices.ravel()),
-        "processes": run.group.size,
+        "devices": (run.mesh.size if run.mesh is not None else 1 if run.sharding is None
+                    else len(run.sharding.mesh.devices.ravel())),
+        "processes": run.process.size,
+        "shard_data": run.spec.shard_data,
     }
     attrs = {
         "inference_library": "bomcmc",

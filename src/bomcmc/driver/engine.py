@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import data as data_args
 from .. import distributed
 from ..adaptation import get_adapter
 from ..adaptation.base import Adapter
@@ -91,16 +92,19 @@ class Run:
         self.knobs = jax.tree_util.tree_map(
             lambda a: np.broadcast_to(a, (spec.chains,) + np.shape(a)).copy(), one
         )
-        # the chains this process runs (all of them in a one-process run), with the keys
-        # they have in any run of the same seed
-        self.group = distributed.group()
+        # this process's place, and the chains it runs (all of them in a one-process run or
+        # a run whose data are sharded), with the keys they have in any run of the same seed
+        self.process = distributed.group()
+        self.group = distributed.Group() if spec.shard_data else self.process
         distributed.check_split(spec.chains, self.group.size)
         self.local = self.group.chains(spec.chains)
         self.block = _chain_block(spec, self.group)
         root = jax.random.PRNGKey(spec.seed)
         self.init_key = jax.random.fold_in(root, 0)
         self.chain_keys = jax.random.split(jax.random.fold_in(root, 1), spec.chains)[self.local]
-        self.sharding = _chain_sharding(self.local.stop - self.local.start)
+        self.data, self.mesh, self.data_args = _data(spec, post)
+        self.sharding = (None if spec.shard_data
+                         else _chain_sharding(self.local.stop - self.local.start))
         self.compile_s = 0.0
         self.start_grads = 0
 
@@ -126,7 +130,7 @@ class Run:
             states, n = init(starts)
             self.start_grads += int(np.sum(np.asarray(n)))
             # every process's chains decide whether to draw again, as in one process
-            lp_bad, grad_bad = distributed.allgather(_not_finite(states))
+            lp_bad, grad_bad = self.gather(_not_finite(states))
             bad = lp_bad | grad_bad
             if not bad.any() or not redraw:
                 break
@@ -142,10 +146,21 @@ class Run:
                 raise BomcmcError(f"{what} is not finite at {where}{tried}")
         return states
 
+    def gather(self, tree):
+        """Every chain's rows of `tree` (this process's chains' rows), from every process
+        that runs some of them."""
+        return tree if self.group.size == 1 else distributed.allgather(tree)
+
     def _put(self, tree):
+        if self.mesh is not None:  # sharded data: every device holds every chain
+            return data_args.replicated(self.mesh, tree)
         if self.sharding is None:
             return tree
         return jax.device_put(tree, self.sharding)
+
+    def to_host(self, tree):
+        """A chunk's output on the host (this process's copy where every process has it)."""
+        return data_args.local(tree) if self.mesh is not None else jax.device_get(tree)
 
     def initial_adapt_state(self, states):
         """Per-chain adaptation state (an empty tuple when nothing adapts in warm-up)."""
@@ -167,8 +182,9 @@ class Run:
                             self.adapter)
         if self.block < self.local.stop - self.local.start:
             fn = in_blocks(fn, self.block)
+        fn = with_data(fn, self.data)
         i32 = jnp.int32
-        args = (self._put(self.chain_keys), self._put(states),
+        args = (self.data_args, self._put(self.chain_keys), self._put(states),
                 self._put(self.local_knobs(self.knobs)),
                 self._put(adapt_state),
                 jnp.asarray(0, i32), jnp.asarray(1, i32), jnp.asarray(1, i32))
@@ -177,11 +193,36 @@ class Run:
 
     def run_chunk(self, states, knobs, adapt_state, start_iter: int, n_draws: int, thin: int):
         i32 = jnp.int32
-        out = self._chunk(self._put(self.chain_keys), self._put(states),
+        out = self._chunk(self.data_args, self._put(self.chain_keys), self._put(states),
                           self._put(self.local_knobs(knobs)),
                           self._put(adapt_state), jnp.asarray(start_iter, i32),
                           jnp.asarray(n_draws, i32), jnp.asarray(thin, i32))
         return jax.block_until_ready(out)
+
+
+def with_data(fn: Callable, data: "data_args.Data | None") -> Callable:
+    """`fn` with the posterior's data as its first argument (None without data), bound
+    while JAX traces it, so that the data enter the executable as arguments."""
+    if data is None:
+        return lambda _, *args: fn(*args)
+
+    def bound(args, *rest):
+        with data.bound(args):
+            return fn(*rest)
+
+    return bound
+
+
+def _data(spec: RunSpec, post: Posterior):
+    """(Data, mesh, arguments) of the compiled chunk: the posterior's data on this process,
+    or with `shard_data` their rows over the devices of every process."""
+    if not spec.shard_data:
+        return post.data, None, (None if post.data is None else post.data.host())
+    if post.data is None:
+        raise BomcmcError(f"posterior '{post.name}' declares no data (Posterior.data), so "
+                          "shard_data has nothing to split: run it without shard_data")
+    mesh = data_args.data_mesh()
+    return post.data, mesh, post.data.sharded(mesh)
 
 
 def _chain_block(spec: RunSpec, group) -> int:

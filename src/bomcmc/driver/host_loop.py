@@ -160,7 +160,7 @@ def _run_and_transfer(run: Run, plan: ChunkPlan, states, knobs, adapt_state):
     t0 = time.perf_counter()
     out = run.run_chunk(states, knobs, adapt_state, plan.start_iter, plan.n_draws, plan.thin)
     wall = time.perf_counter() - t0
-    return out, jax.device_get(out), wall
+    return out, run.to_host(out), wall
 
 
 class ChunkView(NamedTuple):
@@ -233,7 +233,8 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             view = _view(run, plan, host)
             next_knobs, tuner_s = _tune(run, plan, view)
             rec = record(run, plan, knobs, next_knobs, host, wall + tuner_s, tuner_s)
-            run.store.write_chunk(plan.index, rec, part=tuple(run.group))
+            if run.group.size > 1 or run.process.is_main:  # sharded data: process 0 writes
+                run.store.write_chunk(plan.index, rec, part=tuple(run.group))
             states, knobs, adapt_state = out[0], next_knobs, out[2]
             next_iter += plan.n_draws * plan.thin
             chunk_index += 1

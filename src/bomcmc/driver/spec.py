@@ -43,6 +43,9 @@ class RunSpec:
     # of a process's chains at once). A run over N processes sets chains // N, so that a
     # resume over another number of processes computes every chain exactly as before.
     chain_block: int | None = None
+    # every process runs every chain, and the posterior's `Data` rows are split over all
+    # devices of all processes (`data.Data.sharded`): one chain spans them
+    shard_data: bool = False
     version: str = __version__
 
     def validate(self) -> None:
@@ -61,6 +64,9 @@ class RunSpec:
         if self.chunk_seconds is not None and not self.chunk_seconds > 0:
             raise BomcmcError(f"chunk_seconds must be positive, got {self.chunk_seconds}")
         choice("init_strategy", self.init_strategy, INIT_STRATEGIES)
+        if self.shard_data and self.chain_block is not None:
+            raise BomcmcError("shard_data runs every chain on every process: it takes no "
+                              "chain_block")
         if not (math.isfinite(self.init_jitter) and self.init_jitter >= 0):
             raise BomcmcError(f"init_jitter must be a non-negative number, got {self.init_jitter}")
 

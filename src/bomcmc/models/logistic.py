@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data import Data
 from ..datasets import girolami_logreg
 from ..errors import BomcmcError
 from ..posterior import Posterior
@@ -42,12 +43,13 @@ def logistic_regression(X, y, name: str = "logistic", prior_variance: float = PR
     if not np.all((y == 0) | (y == 1)):
         raise BomcmcError(f"{name}: labels y must be 0 or 1")
     d = X.shape[1]
+    data = Data(X=X, y=y)  # rows: the cases, which a sharded run splits
 
     def logdensity(params):
         beta = params["beta"]
-        Xj = jnp.asarray(X, beta.dtype)
-        logits = Xj @ beta
-        loglik = jnp.sum(jnp.asarray(y, beta.dtype) * logits - jnp.logaddexp(0.0, logits))
+        logits = data["X"].astype(beta.dtype) @ beta
+        y_ = data["y"].astype(beta.dtype)
+        loglik = data.row_sum(y_ * logits - jnp.logaddexp(0.0, logits))
         return loglik - 0.5 * jnp.sum(beta**2) / prior_variance
 
     def initializer(key):
@@ -56,9 +58,10 @@ def logistic_regression(X, y, name: str = "logistic", prior_variance: float = PR
     def metric_fn(beta):
         """G(β) = XᵀΛX + I/α, Λ = diag(p(1 − p)), p = σ(Xβ): the expected Fisher information
         plus the prior's precision (Girolami & Calderhead 2011 §7), on the flat vector."""
-        Xj = jnp.asarray(X, beta.dtype)
+        Xj = data["X"].astype(beta.dtype)
         p = jax.nn.sigmoid(Xj @ beta)
-        return (Xj.T * (p * (1.0 - p))) @ Xj + jnp.eye(d, dtype=beta.dtype) / prior_variance
+        fisher = (Xj.T * data.weigh(p * (1.0 - p))) @ Xj
+        return fisher + jnp.eye(d, dtype=beta.dtype) / prior_variance
 
     return Posterior(
         logdensity_fn=logdensity,
@@ -68,6 +71,7 @@ def logistic_regression(X, y, name: str = "logistic", prior_variance: float = PR
         description=description or f"logistic regression, n={X.shape[0]}, d={d}",
         metric_fn=metric_fn,
         facts=LogisticFacts(n=X.shape[0], d=d),
+        data=data,
     )
 
 
