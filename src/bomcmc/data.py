@@ -54,11 +54,19 @@ class Data:
             return self._bound[name]
         return jnp.asarray(self.arrays[name])
 
+    def row_weights(self):
+        """The rows' weights of a padded sharded placement (1 real, 0 padding) while it is
+        bound; None otherwise (every row counts)."""
+        if self._bound is None or WEIGHT not in self._bound:
+            return None
+        return self._bound[WEIGHT]
+
     def weigh(self, terms):
         """`terms` (rows first) with the padding rows of a sharded placement set to zero."""
-        if self._bound is None or WEIGHT not in self._bound:
+        w = self.row_weights()
+        if w is None:
             return terms
-        w = self._bound[WEIGHT].astype(terms.dtype)
+        w = w.astype(terms.dtype)
         return terms * w.reshape(w.shape + (1,) * (terms.ndim - 1))
 
     def row_sum(self, terms):

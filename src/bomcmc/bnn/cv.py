@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data import Data
 from ..errors import BomcmcError
 from ..posterior import Posterior
 from .network import unravel_leaves
@@ -76,6 +77,9 @@ class CVModel:
         if not np.all(np.isfinite(self.inputs)):
             raise BomcmcError("inputs contain NaN or inf")
         self.name = f"{model.name}-cv{self.folds}"
+        # the cases as a run reads them (rows first: masks (n, K), inputs (n, K, n_in)), so
+        # that the compiled chunk takes them as arguments and a sharded run splits them
+        self.data = Data(y=model.y, masks=self.masks.T, inputs=self.inputs.transpose(1, 0, 2))
         self.likelihood = model.likelihood
         self.n, self.n_in, self.n_out = model.n, model.n_in, model.n_out
         self.n_hyper = self.folds * model.n_hyper
@@ -106,25 +110,34 @@ class CVModel:
             lead + (self.folds, self.base.dim))
 
     # -- the joint model: each function vmapped over the folds ---------------------------
-    def _fold(self, mask, X):
-        return self.base.with_mask(mask, X)
-
-    def _data(self, tree):
-        """The folds' masks (K, n) and inputs (K, n, n_in) in the position's dtype."""
+    def _folds(self, tree):
+        """(fold networks' builder, masks (K, n), inputs (K, n, n_in)) in the position's
+        dtype, from `data` (padding rows of a sharded run have mask 0 in every fold)."""
         dtype = jax.tree_util.tree_leaves(tree)[0].dtype
-        return jnp.asarray(self.masks, dtype), jnp.asarray(self.inputs, dtype)
+        data = self.data
+        masks = data.weigh(data["masks"].astype(dtype)).T
+        inputs = jnp.moveaxis(data["inputs"].astype(dtype), 1, 0)
+        y = data["y"]
+
+        def fold(mask, X):
+            return self.base.with_mask(mask, X, y)
+
+        return fold, masks, inputs
 
     def logdensity(self, tree):
-        lps = jax.vmap(lambda t, m, X: self._fold(m, X).logdensity(t))(tree, *self._data(tree))
+        fold, masks, inputs = self._folds(tree)
+        lps = jax.vmap(lambda t, m, X: fold(m, X).logdensity(t))(tree, masks, inputs)
         return jnp.sum(lps)
 
     def gibbs(self, key, tree, sample_sigmas=True, sample_noise=True):
         keys = jax.random.split(key, self.folds)
-        return jax.vmap(lambda k, t, m, X: self._fold(m, X).gibbs(
-            k, t, sample_sigmas, sample_noise))(keys, tree, *self._data(tree))
+        fold, masks, inputs = self._folds(tree)
+        return jax.vmap(lambda k, t, m, X: fold(m, X).gibbs(
+            k, t, sample_sigmas, sample_noise))(keys, tree, masks, inputs)
 
     def curvature(self, tree):
-        return jax.vmap(lambda t, m, X: self._fold(m, X).curvature(t))(tree, *self._data(tree))
+        fold, masks, inputs = self._folds(tree)
+        return jax.vmap(lambda t, m, X: fold(m, X).curvature(t))(tree, masks, inputs)
 
     # -- the held-out error ---------------------------------------------------------------
     def heldout_error_fn(self, batch: int = 64, loss: str = "error"):
@@ -214,6 +227,7 @@ class CVModel:
             name=self.name,
             initializer=initializer,
             description=f"{self.folds}-fold CV of {self.base.describe()}",
+            data=self.data,
         )
 
     def __repr__(self) -> str:

@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data import Data
 from ..errors import BomcmcError
 from ..posterior import Posterior
 from ..validation import finite_data
@@ -111,6 +112,10 @@ class BNN:
         self.activations = tuple(acts)
         self.X, self.y = self._check_data(X, y, n_out)
         self.n, self.n_in = self.X.shape
+        # the log density, Gibbs updates and curvature read the cases from here, so that a
+        # run takes them as arguments (and can split them: `bomcmc.data`)
+        self.data = Data(X=self.X, y=self.y)
+        self._fold_X = self._fold_y = None  # a fold's own inputs and targets (`with_mask`)
         if prior is None:
             prior = fixed_gaussian(len(self.hidden), 1.0, 1.0, io=False)
         self.prior = NetPrior.parse(prior, noise)
@@ -259,22 +264,41 @@ class BNN:
                 pos["w"][k] = np.asarray(weights[k], dtype=float).reshape(pos["w"][k].shape)
         return pos
 
-    def with_mask(self, mask, X=None) -> "BNN":
+    def inputs(self):
+        """The cases' inputs (n, n_in) the likelihood reads (a fold's own, or the data's)."""
+        return self.data["X"] if self._fold_X is None else self._fold_X
+
+    def targets(self):
+        """The cases' targets the likelihood reads."""
+        return self.data["y"] if self._fold_y is None else self._fold_y
+
+    def with_mask(self, mask, X=None, y=None) -> "BNN":
         """The same network with the likelihood restricted to the cases where `mask` (n,) is 1
         (0 elsewhere): one cross-validation fold's training set (`bnn/cv.py`), and with
-        inputs `X` (n, n_in) in place of the model's when given (a fold's own features).
-        `mask` and `X` may be traced arrays, so one function vmaps over the folds. The data,
-        counts, Gibbs conditionals and Neal's curvature all see only the weighted cases."""
+        inputs `X` (n, n_in) and targets `y` in place of the model's when given (a fold's own
+        features; the cases as a run's arguments). `mask`, `X` and `y` may be traced arrays,
+        so one function vmaps over the folds. The data, counts, Gibbs conditionals and
+        Neal's curvature all see only the weighted cases."""
         m = copy.copy(self)
         mask = jnp.asarray(mask)
         if X is not None:
-            m.X = jnp.asarray(X, mask.dtype)
+            m._fold_X = jnp.asarray(X, mask.dtype)
+        if y is not None:
+            m._fold_y = y
         m.case_weights = mask
         m.n_eff = jnp.sum(mask)
-        m._x_sumsq = mask @ jnp.asarray(m.X**2, mask.dtype)
+        m._x_sumsq = mask @ jnp.asarray(m.inputs() ** 2, mask.dtype)
         if self.noise_group is not None:
             m.noise_group = dataclasses.replace(self.noise_group, mask=mask, count=m.n_eff)
         return m
+
+    def _weighed(self) -> "BNN":
+        """This network as the running computation sees its cases: with the padding rows of a
+        sharded placement (`Data.row_weights`) masked out, else itself."""
+        weights = self.data.row_weights()
+        if self.case_weights is None and weights is not None:
+            return self.with_mask(weights)
+        return self
 
     def _case_sum(self, v):
         return jnp.sum(v if self.case_weights is None else v * self.case_weights)
@@ -314,21 +338,22 @@ class BNN:
 
     def log_likelihood(self, position: dict):
         """log p(y | X, w, τ_noise), plus for `real` the noise precisions' own prior."""
+        m = self._weighed()  # padding rows of a sharded run masked out
         log_tau = position.get("log_tau", {})
         w = position["w"]
         dtype = jax.tree_util.tree_leaves(w)[0].dtype
-        f = self.apply(w, self.X)
-        if self.likelihood == "real":
-            g = self.noise_group
+        f = m.apply(w, m.inputs())
+        if m.likelihood == "real":
+            g = m.noise_group
             _, tau1 = g.precisions(log_tau, dtype)
-            resid = (jnp.asarray(self.y, dtype) - f).T  # (n_out, n)
+            resid = (m.targets().astype(dtype) - f).T  # (n_out, n)
             return g.hyper_logpdf(log_tau, dtype) + g.value_logpdf(resid, tau1)
-        if self.likelihood == "binary":
-            y = jnp.asarray(self.y, dtype)
-            return self._case_sum(jnp.sum(y * f - jnp.logaddexp(0.0, f), axis=1))
+        if m.likelihood == "binary":
+            y = m.targets().astype(dtype)
+            return m._case_sum(jnp.sum(y * f - jnp.logaddexp(0.0, f), axis=1))
         logp = jax.nn.log_softmax(f, axis=-1)
-        return self._case_sum(
-            jnp.take_along_axis(logp, jnp.asarray(self.y)[:, None], axis=1)[:, 0])
+        return m._case_sum(
+            jnp.take_along_axis(logp, m.targets()[:, None], axis=1)[:, 0])
 
     def logdensity(self, position: dict):
         """The joint log density of (log τ, w) given the data (up to a constant)."""
@@ -341,7 +366,7 @@ class BNN:
         dtype = jax.tree_util.tree_leaves(w)[0].dtype
         out = {name: w[name].reshape(g.ns, g.nd) for name, g in self.groups.items()}
         if self.noise_group is not None:
-            resid = (jnp.asarray(self.y, dtype) - self.apply(w, self.X)).T
+            resid = (self.targets().astype(dtype) - self.apply(w, self.inputs())).T
             out["noise"] = resid if self.case_weights is None else resid * self.case_weights
         return out
 
@@ -361,11 +386,11 @@ class BNN:
 
     def gibbs(self, key, position: dict, sample_sigmas=True, sample_noise=True) -> dict:
         """One Gibbs sweep over the stored precisions given the weights (`gibbs.gibbs_sweep`)."""
-        return gibbs_sweep(self, key, position, sample_sigmas, sample_noise)
+        return gibbs_sweep(self._weighed(), key, position, sample_sigmas, sample_noise)
 
     def curvature(self, position: dict) -> dict:
         """Neal's estimate of −∂²log p/∂wᵢ² for every weight (`gibbs.neal_curvature`)."""
-        return neal_curvature(self, position)
+        return neal_curvature(self._weighed(), position)
 
     # -- the Posterior ---------------------------------------------------------------------
     def posterior(self, init: dict | None = None, fix: float = 0.5,
@@ -391,6 +416,7 @@ class BNN:
             name=self.name,
             initializer=initializer,
             description=self.describe(),
+            data=self.data,
         )
 
     def describe(self) -> str:
