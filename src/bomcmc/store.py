@@ -192,6 +192,8 @@ def read_json(path: Path, what: str) -> dict:
 class MemoryStore:
     """Chunks kept in memory (no output directory)."""
 
+    shared = False  # each process holds its own
+
     def __init__(self) -> None:
         self._chunks: list[ChunkRecord] = []
         self.path = None
@@ -215,6 +217,8 @@ class MemoryStore:
 
 class DiskStore:
     """Chunks as atomic .npz files under DIR/chunks (see module docstring)."""
+
+    shared = True  # one directory every process of a run reads
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)

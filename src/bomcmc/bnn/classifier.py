@@ -32,7 +32,8 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
     Args:
         hidden, prior, activation, sampler, folds, chains, super_transitions, budget,
         burn_in, eps_bounds, steps_bounds, step_size, steps, nuts_warmup, pretrain_steps,
-        seed, out, progress, overwrite: as `BayesianMLPRegressor` (there is no noise).
+        seed, out, progress, overwrite, shard_data: as `BayesianMLPRegressor` (there is no
+            noise).
 
     A scikit-learn classifier: `classes_` holds the labels, `score` is the accuracy,
     `test_error` the misclassification rate, `predict_proba` the predictive probabilities
@@ -46,7 +47,8 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
                  burn_in: float = 0.25, eps_bounds=(0.01, 1.01), steps_bounds=(20, 500),
                  step_size: float = 0.1, steps: int = 100, nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
-                 progress: bool | None = None, overwrite: bool = False):
+                 progress: bool | None = None, overwrite: bool = False,
+                 shard_data: bool = False):
         self.hidden = hidden
         self.prior, self.activation = prior, activation
         self.sampler, self.folds, self.chains = sampler, folds, chains
@@ -55,6 +57,7 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         self.step_size, self.steps, self.nuts_warmup = step_size, steps, nuts_warmup
         self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out
         self.progress, self.overwrite = progress, overwrite
+        self.shard_data = shard_data
 
     def _likelihood(self, y) -> str:
         return "binary" if len(self.classes_) == 2 else "class"

@@ -40,6 +40,9 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
             (0: none).
         out: directory for the run (streams to disk, resumable); None keeps it in memory.
         progress, overwrite: as `bomcmc.sample`.
+        shard_data: split the training cases over every device of every process
+            (`bomcmc.sample(shard_data=True)`), each summing its cases' likelihood; in a
+            program over several processes every process calls `fit` alike and gets the fit.
 
     A scikit-learn regressor: parameters are stored as given and checked in `fit`, `score`
     is R² (`test_error` is the squared error the robot-arm literature reports), `predict`
@@ -53,7 +56,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
                  burn_in: float = 0.25, eps_bounds=(0.01, 1.01), steps_bounds=(20, 500),
                  step_size: float = 0.1, steps: int = 100, nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
-                 progress: bool | None = None, overwrite: bool = False):
+                 progress: bool | None = None, overwrite: bool = False,
+                 shard_data: bool = False):
         self.hidden = hidden
         self.prior, self.noise, self.activation = prior, noise, activation
         self.sampler, self.folds, self.chains = sampler, folds, chains
@@ -62,6 +66,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         self.step_size, self.steps, self.nuts_warmup = step_size, steps, nuts_warmup
         self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out
         self.progress, self.overwrite = progress, overwrite
+        self.shard_data = shard_data
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

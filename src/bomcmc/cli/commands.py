@@ -208,7 +208,8 @@ def warnings_as_lines():
 def cmd_sample(args) -> int:
     from .processes import join_or_launch
 
-    launched = join_or_launch(args, chains=args.chains, run_dir=args.out)
+    launched = join_or_launch(args, chains=None if args.shard_data else args.chains,
+                              run_dir=args.out)
     if launched is not None:
         return launched
     import bomcmc
@@ -218,7 +219,8 @@ def cmd_sample(args) -> int:
     if out.exists() and not out.is_dir():
         raise bomcmc.BomcmcError(f"{out}: exists and is not a directory")
     with _no_python_warnings():  # _report prints them, one line each
-        result = bomcmc.sample(**sample_kwargs(args), chain_block=args.chain_block)
+        result = bomcmc.sample(**sample_kwargs(args), chain_block=args.chain_block,
+                               shard_data=args.shard_data)
     if result.idata is not None:  # process 0 of a run over several processes reports
         _report(result, Path(result.path or out), args)
     return 0

@@ -206,6 +206,10 @@ def _process_flags(p: argparse.ArgumentParser, sample: bool) -> None:
                        help="chains vmapped together (default: all of a process's); a "
                             "one-process run with B = C/N gives the draws of an N-process "
                             "run bit for bit")
+        g.add_argument("--shard-data", action="store_true",
+                       help="split the posterior's data rows over every device of every "
+                            "process instead of its chains: every process runs every chain "
+                            "(the logistic regressions declare their data)")
 
 
 def _view_flags(p: argparse.ArgumentParser, plots: bool) -> None:

@@ -124,13 +124,15 @@ def _finish(run: Run, store, wall_total: float) -> SampleResult:
     or `resume`.
 
     Over several processes, process 0 assembles the run once every process has written its
-    last chunk; the others return a result without an InferenceData (`idata` None)."""
+    last chunk; the others return a result without an InferenceData (`idata` None), except
+    in a run whose data are sharded, where every process has every chain and returns the
+    whole result (process 0 alone writes the run directory)."""
     distributed.barrier("bomcmc: every chunk written")
-    if not run.process.is_main:
+    if not (run.process.is_main or run.spec.shard_data):
         distributed.barrier("bomcmc: run assembled")
         return SampleResult(idata=None, totals={}, path=store.path)
     idata, totals = assemble(run, store, wall_total)
-    if isinstance(store, DiskStore):
+    if isinstance(store, DiskStore) and run.process.is_main:
         store.write_idata(idata)
         store.write_run(totals)
     distributed.barrier("bomcmc: run assembled")
@@ -216,7 +218,7 @@ def sample(
     store = DiskStore(out) if out is not None else MemoryStore()
     if isinstance(store, DiskStore):
         distributed.on_main(lambda: store.check_writable(overwrite))
-    elif distributed.group().size > 1:
+    elif distributed.group().size > 1 and not shard_data:
         raise BomcmcError("a run over several processes needs out=DIR (--out): each process "
                           "writes its chains' chunks there")
     progress = show_progress(progress) and distributed.group().is_main

@@ -103,6 +103,10 @@ class Run:
         self.init_key = jax.random.fold_in(root, 0)
         self.chain_keys = jax.random.split(jax.random.fold_in(root, 1), spec.chains)[self.local]
         self.data, self.mesh, self.data_args = _data(spec, post)
+        # every process writes its chains' chunks; with sharded data every process has every
+        # chain, and process 0 alone writes a directory they share
+        self.writes_chunks = (not spec.shard_data or self.process.is_main
+                              or not store.shared)
         self.sharding = (None if spec.shard_data
                          else _chain_sharding(self.local.stop - self.local.start))
         self.compile_s = 0.0

@@ -233,7 +233,7 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             view = _view(run, plan, host)
             next_knobs, tuner_s = _tune(run, plan, view)
             rec = record(run, plan, knobs, next_knobs, host, wall + tuner_s, tuner_s)
-            if run.group.size > 1 or run.process.is_main:  # sharded data: process 0 writes
+            if run.writes_chunks:
                 run.store.write_chunk(plan.index, rec, part=tuple(run.group))
             states, knobs, adapt_state = out[0], next_knobs, out[2]
             next_iter += plan.n_draws * plan.thin
