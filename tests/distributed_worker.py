@@ -15,6 +15,48 @@ SETTINGS = dict(posterior="logistic-heart", chains=4, draws=20, warmup=30, seed=
 KNOBS = {"hmc": dict(step_size=0.05, steps=8), "nuts": {}, "ahmc": dict(bo_steps=10)}
 
 
+def sharded_values(rank: int, root: str) -> None:
+    """Log density, gradient, Gibbs draw and curvature of a logistic regression and of
+    networks whose rows (odd in number: padded) are split over the two processes, beside the
+    unsharded values, saved as ROOT/sharded-RANK.npz for the test to compare."""
+    import jax
+    import numpy as np
+
+    from bomcmc.bnn.cv import CVModel
+    from bomcmc.bnn.network import BNN
+    from bomcmc.data import data_mesh, local, replicated
+    from bomcmc.driver.engine import with_data
+    from bomcmc.models.logistic import synthetic
+
+    mesh = data_mesh()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(37, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=37)
+    net = BNN(X, y, hidden=(4,), prior="ih 0.05:0.5 bh 0.05:0.5 ho x0.05:0.5 bo 100",
+              noise="0.05:0.5")
+    models = {"logistic": (synthetic(101), None), "bnn": (net.posterior(), net),
+              "cv": (CVModel(net, folds=3).posterior(), CVModel(net, folds=3))}
+    out = {}
+    for name, (post, model) in models.items():
+        from bomcmc.posterior import flatten
+
+        flat = flatten(post)
+        x = np.asarray(flat.init_flat(jax.random.PRNGKey(1), 1)[0]) * 0.3
+        fns = {"value_and_grad": jax.value_and_grad(flat.logdensity_fn)}
+        if model is not None:
+            fns["gibbs"] = lambda x: model.gibbs(jax.random.PRNGKey(2), model.unravel(x))
+            fns["curvature"] = lambda x: model.curvature(model.unravel(x))
+        for what, fn in fns.items():
+            sharded = local(jax.jit(with_data(fn, post.data))(post.data.sharded(mesh),
+                                                              replicated(mesh, x)))
+            whole = fn(x)
+            for i, (a, b) in enumerate(zip(jax.tree_util.tree_leaves(sharded),
+                                           jax.tree_util.tree_leaves(whole))):
+                out[f"{name}.{what}.{i}.sharded"] = np.asarray(a)
+                out[f"{name}.{what}.{i}.whole"] = np.asarray(b)
+    np.savez(f"{root}/sharded-{rank}.npz", **out)
+
+
 def main(rank: int, port: int, root: str) -> None:
     import bomcmc
 
@@ -22,6 +64,11 @@ def main(rank: int, port: int, root: str) -> None:
     for name in RUNS:
         res = bomcmc.sample(sampler=name, out=f"{root}/{name}", **SETTINGS, **KNOBS[name])
         assert (res.idata is None) == (rank != 0)  # process 0 assembles the run
+    # the data's rows over the two processes, every chain on both
+    res = bomcmc.sample(sampler="hmc", out=f"{root}/hmc-sharded", shard_data=True,
+                        **SETTINGS, **KNOBS["hmc"])
+    assert res.idata is not None  # every process has the whole result
+    sharded_values(rank, root)
 
 
 if __name__ == "__main__":
