@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "bomcmc"
 
 LAYERS = [
     {"errors", "config", "_version"},
-    {"validation", "options", "distributed"},
+    {"validation", "options", "distributed", "data"},
     {"posterior", "datasets", "store", "schemas"},
     {"kernels", "models"},  # kernels never import models, nor models kernels
     {"adaptation"},  # in-jit warm-up

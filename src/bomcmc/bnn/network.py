@@ -112,9 +112,7 @@ class BNN:
         self.activations = tuple(acts)
         self.X, self.y = self._check_data(X, y, n_out)
         self.n, self.n_in = self.X.shape
-        # the log density, Gibbs updates and curvature read the cases from here, so that a
-        # run takes them as arguments (and can split them: `bomcmc.data`)
-        self.data = Data(X=self.X, y=self.y)
+        self.data = Data(X=self.X, y=self.y)  # what the run's compiled chunk takes as inputs
         self._fold_X = self._fold_y = None  # a fold's own inputs and targets (`with_mask`)
         if prior is None:
             prior = fixed_gaussian(len(self.hidden), 1.0, 1.0, io=False)
@@ -264,27 +262,22 @@ class BNN:
                 pos["w"][k] = np.asarray(weights[k], dtype=float).reshape(pos["w"][k].shape)
         return pos
 
-    def inputs(self):
-        """The cases' inputs (n, n_in) the likelihood reads (a fold's own, or the data's)."""
+    def inputs(self):  # the cases' inputs (n, n_in): a fold's own, or the data's
         return self.data["X"] if self._fold_X is None else self._fold_X
 
-    def targets(self):
-        """The cases' targets the likelihood reads."""
+    def targets(self):  # the cases' targets: a fold's own, or the data's
         return self.data["y"] if self._fold_y is None else self._fold_y
 
     def with_mask(self, mask, X=None, y=None) -> "BNN":
         """The same network with the likelihood restricted to the cases where `mask` (n,) is 1
-        (0 elsewhere): one cross-validation fold's training set (`bnn/cv.py`), and with
-        inputs `X` (n, n_in) and targets `y` in place of the model's when given (a fold's own
-        features; the cases as a run's arguments). `mask`, `X` and `y` may be traced arrays,
-        so one function vmaps over the folds. The data, counts, Gibbs conditionals and
-        Neal's curvature all see only the weighted cases."""
+        (0 elsewhere): one CV fold's training set (`bnn/cv.py`), with inputs `X` (n, n_in)
+        and targets `y` in place of the model's when given. They may be traced, so one
+        function vmaps over the folds. The data, counts, Gibbs conditionals and Neal's
+        curvature all see only the weighted cases."""
         m = copy.copy(self)
         mask = jnp.asarray(mask)
-        if X is not None:
-            m._fold_X = jnp.asarray(X, mask.dtype)
-        if y is not None:
-            m._fold_y = y
+        m._fold_X = self._fold_X if X is None else jnp.asarray(X, mask.dtype)
+        m._fold_y = self._fold_y if y is None else y
         m.case_weights = mask
         m.n_eff = jnp.sum(mask)
         m._x_sumsq = mask @ jnp.asarray(m.inputs() ** 2, mask.dtype)
@@ -293,8 +286,7 @@ class BNN:
         return m
 
     def _weighed(self) -> "BNN":
-        """This network as the running computation sees its cases: with the padding rows of a
-        sharded placement (`Data.row_weights`) masked out, else itself."""
+        """Itself, or with a sharded placement's padding rows masked out (`Data.row_weights`)."""
         weights = self.data.row_weights()
         if self.case_weights is None and weights is not None:
             return self.with_mask(weights)
