@@ -192,3 +192,13 @@ def test_processes_started_with_different_flags_stop_with_one_line(tmp_path):
             "bomcmc: error: the processes were started with different run configuration: "
             "seed differs (process 0: 0, process 1: 1); start every process with the same "
             "flags")
+
+
+def test_shard_data_on_a_posterior_without_data_is_one_line():
+    with pytest.raises(bomcmc.BomcmcError, match="declares no data") as e:
+        bomcmc.sample(lambda p: -0.5 * (p["x"] ** 2).sum(), {"x": np.zeros(2)},
+                      shard_data=True, chains=2, draws=5, warmup=5, progress=False)
+    assert "\n" not in str(e.value)
+    with pytest.raises(bomcmc.BomcmcError, match="chain_block"):
+        bomcmc.sample(posterior="logistic-heart", shard_data=True, chain_block=1, chains=2,
+                      draws=5, warmup=5, progress=False)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from ..data import Data
 from ..posterior import Posterior
 
 SEED = 20_121  # the simulated data's seed (numpy default_rng)
@@ -39,14 +40,16 @@ def linear_regression(name: str, X, y, noise_sd: float, prior_sd, description: s
     cov = np.linalg.inv(precision)
     mean = cov @ (X.T @ y) / noise_sd**2
 
+    data = Data(X=X, y=y)  # rows: the cases, which a sharded run splits
+
     def logdensity(p):
         beta = p["beta"]
-        resid = jnp.asarray(y, beta.dtype) - jnp.asarray(X, beta.dtype) @ beta
-        return (-0.5 * jnp.sum(resid**2) / noise_sd**2
+        resid = data["y"].astype(beta.dtype) - data["X"].astype(beta.dtype) @ beta
+        return (-0.5 * data.row_sum(resid**2) / noise_sd**2
                 - 0.5 * jnp.sum((beta / jnp.asarray(prior_sd, beta.dtype)) ** 2))
 
     return Posterior(logdensity_fn=logdensity, init_position={"beta": np.zeros(X.shape[1])},
-                     name=name, description=description, mean=mean, cov=cov)
+                     name=name, description=description, mean=mean, cov=cov, data=data)
 
 
 def regression_year() -> Posterior:
