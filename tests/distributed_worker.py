@@ -24,8 +24,7 @@ def sharded_values(rank: int, root: str) -> None:
 
     from bomcmc.bnn.cv import CVModel
     from bomcmc.bnn.network import BNN
-    from bomcmc.data import data_mesh, local, replicated
-    from bomcmc.driver.engine import with_data
+    from bomcmc.data import data_mesh, local, replicated, with_data
     from bomcmc.models.logistic import synthetic
 
     mesh = data_mesh()

@@ -23,7 +23,7 @@ through `row_sum` gives the unsharded value to rounding whatever the number of s
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -46,6 +46,7 @@ class Data:
             raise BomcmcError(f"Data: every array needs the same leading axis of rows ({shown})")
         self.rows = int(next(iter(rows.values())))
         self._bound: dict | None = None
+        self._device: dict | None = None
 
     def __getitem__(self, name: str):
         import jax.numpy as jnp
@@ -85,9 +86,14 @@ class Data:
         finally:
             self._bound = previous
 
-    def host(self) -> dict:
-        """The arrays as one process's arguments, unsharded."""
-        return dict(self.arrays)
+    def device(self) -> dict:
+        """The arrays on this process's default device (put there once): one process's
+        arguments, unsharded."""
+        if self._device is None:
+            import jax
+
+            self._device = jax.device_put(self.arrays)
+        return self._device
 
     def sharded(self, mesh) -> dict:
         """The arrays as global arrays whose rows are split over `mesh`'s "data" axis (padded
@@ -104,6 +110,31 @@ class Data:
         sharding = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
         return {k: jax.make_array_from_callback(v.shape, sharding, lambda idx, v=v: v[idx])
                 for k, v in host.items()}
+
+
+def with_data(fn: Callable, data: "Data | None") -> Callable:
+    """`fn` with the data's arguments first (None without data), bound while JAX traces
+    it, so that the data enter the executable as arguments."""
+    if data is None:
+        return lambda _, *args: fn(*args)
+
+    def bound(args, *rest):
+        with data.bound(args):
+            return fn(*rest)
+
+    return bound
+
+
+def jit(fn: Callable, data: "Data | None") -> Callable:
+    """`jax.jit(fn)`, called as `fn` is, with `data`'s arrays as the executable's inputs
+    (`Data.device`) rather than constants in it: a function of the same shapes on other
+    data compiles to the same program, which JAX's persistent cache then holds once."""
+    import jax
+
+    if data is None:
+        return jax.jit(fn)
+    compiled = jax.jit(with_data(fn, data))
+    return lambda *args: compiled(data.device(), *args)
 
 
 def _pad_rows(a: np.ndarray, rows: int) -> np.ndarray:

@@ -156,7 +156,7 @@ class CVModel:
         inputs = jnp.asarray(self.inputs)
         real = base.likelihood == "real"
 
-        def outputs(flat):  # one draw -> (K, n, n_out): means, or probabilities
+        def outputs(flat, inputs):  # one draw -> (K, n, n_out): means, or probabilities
             tree = self.unravel(flat)
             f = jax.vmap(lambda t, X: base.apply(t["w"], X))(tree, inputs)
             if real:
@@ -164,8 +164,8 @@ class CVModel:
             return jax.nn.sigmoid(f) if base.likelihood == "binary" else jax.nn.softmax(f, -1)
 
         @jax.jit
-        def batch_sum(draws, valid):
-            f = jax.vmap(outputs)(draws)
+        def batch_sum(draws, valid, inputs):  # the inputs as an argument: compiled once per shape
+            f = jax.vmap(lambda flat: outputs(flat, inputs))(draws)
             return jnp.tensordot(valid.astype(f.dtype), f, axes=1)
 
         def error(draws):
@@ -177,8 +177,8 @@ class CVModel:
                 valid[:part.shape[0]] = True
                 if part.shape[0] < batch:
                     part = np.concatenate([part, np.repeat(part[-1:], batch - part.shape[0], 0)])
-                total = total + np.asarray(batch_sum(jnp.asarray(part), jnp.asarray(valid)),
-                                           np.float64)
+                total = total + np.asarray(batch_sum(jnp.asarray(part), jnp.asarray(valid),
+                                                     inputs), np.float64)
             mean = total / draws.shape[0]  # (K, n, n_out)
             y = np.asarray(base.y)
             if real:

@@ -44,6 +44,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..data import jit as data_jit
 from ..diagnostics.checks import SamplingWarning
 from ..errors import BomcmcError
 from ..store import atomic_write, atomic_write_text
@@ -232,7 +233,7 @@ class BayesianMLPBase(BaseEstimator):
         folds = flat.shape[0] // (chains * draws)
         f = np.asarray(forward(model, flat, model.X), np.float64)
         f = f.reshape((chains, draws, folds) + f.shape[1:]).mean(axis=2)
-        ll = jax.jit(jax.vmap(lambda p: model.log_likelihood(model.unravel(p))))
+        ll = data_jit(jax.vmap(lambda p: model.log_likelihood(model.unravel(p))), model.data)
         log_lik = np.asarray(ll(jnp.asarray(flat)), np.float64)
         log_lik = log_lik.reshape(chains, draws, folds).mean(axis=2)
         coords = {"chain": post.chain.values, "draw": post.draw.values}

@@ -107,7 +107,7 @@ def neal_curvature(model, position: dict) -> dict:
         d2_u[layer] = MAX_SLOPE_SQ[model.activations[layer]] * d2_v
         above = d2_u[layer]
     # forward: typical squared unit values
-    x_sumsq = jnp.asarray(model._x_sumsq, dtype)
+    x_sumsq = jnp.asarray(model.x_sumsq(), dtype)
     typ = [None] * n_layers
     prev = x_sumsq / n
     for layer in range(n_layers):

@@ -132,8 +132,7 @@ class BNN:
         self.n_hyper = int(sum(np.size(x) for x in jax.tree_util.tree_leaves(
             self._template.get("log_tau", {}))))
         self.n_weights = self.dim - self.n_hyper
-        self._x_sumsq = np.sum(self.X**2, axis=0)
-        self.case_weights = None  # a fold's 0/1 case weights (`with_mask`)
+        self._x_sumsq = self.case_weights = None  # a fold's Σ x² and 0/1 weights (`with_mask`)
         self.n_eff = float(self.n)  # cases in the likelihood
 
     # -- construction -------------------------------------------------------------------
@@ -269,11 +268,9 @@ class BNN:
         return self.data["y"] if self._fold_y is None else self._fold_y
 
     def with_mask(self, mask, X=None, y=None) -> "BNN":
-        """The same network with the likelihood restricted to the cases where `mask` (n,) is 1
-        (0 elsewhere): one CV fold's training set (`bnn/cv.py`), with inputs `X` (n, n_in)
-        and targets `y` in place of the model's when given. They may be traced, so one
-        function vmaps over the folds. The data, counts, Gibbs conditionals and Neal's
-        curvature all see only the weighted cases."""
+        """The network with its likelihood, counts, Gibbs conditionals and curvature on the
+        cases where `mask` (n,) is 1: a CV fold's (`bnn/cv.py`), with inputs `X` (n, n_in)
+        and targets `y` for the model's when given; all may be traced (vmapped over folds)."""
         m = copy.copy(self)
         mask = jnp.asarray(mask)
         m._fold_X = self._fold_X if X is None else jnp.asarray(X, mask.dtype)
@@ -284,6 +281,9 @@ class BNN:
         if self.noise_group is not None:
             m.noise_group = dataclasses.replace(self.noise_group, mask=mask, count=m.n_eff)
         return m
+
+    def x_sumsq(self):  # Σ over the cases of each input squared (Neal's curvature)
+        return jnp.sum(self.inputs() ** 2, axis=0) if self._x_sumsq is None else self._x_sumsq
 
     def _weighed(self) -> "BNN":
         """Itself, or with a sharded placement's padding rows masked out (`Data.row_weights`)."""

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config import float_dtype
+from ..data import jit as data_jit
 from ..errors import BomcmcError
 
 
@@ -82,7 +83,7 @@ def pretrain(model, key=None, *, steps: int = 1000, learning_rate: float = 1e-2,
         return w, values
 
     w0 = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[s["w"] for s in starts])
-    w, losses = jax.jit(jax.vmap(run))(w0)
+    w, losses = data_jit(jax.vmap(run), model.data)(w0)  # the data as inputs
     positions = []
     for c in range(len(starts)):
         position = {**hyper, "w": jax.tree_util.tree_map(lambda a: a[c], w)}

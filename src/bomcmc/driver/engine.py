@@ -127,7 +127,7 @@ class Run:
                 x, n = kernel.start(x, flat.logdensity_fn)
             return kernel.init(x, flat.logdensity_fn), n
 
-        init = jax.jit(vmap_in_blocks(one, self.block))
+        init = data_args.jit(vmap_in_blocks(one, self.block), self.data)
         redraw = strategy == "uniform" and flat.source.chain_inits is None
         self.start_grads = 0  # gradient evaluations of the kernel's start, every attempt's
         for attempt in range(1, MAX_INIT_TRIES + 1):
@@ -172,7 +172,7 @@ class Run:
             return ()
         init = vmap_in_blocks(lambda x, kn: self.adapter.init(x, kn, self.spec.warmup),
                               self.block)
-        return jax.jit(init)(states.position, self.local_knobs(self.knobs))
+        return data_args.jit(init, self.data)(states.position, self.local_knobs(self.knobs))
 
     def local_knobs(self, knobs):
         """This process's chains' rows of the run's knobs (all of them in one process)."""
@@ -186,7 +186,7 @@ class Run:
                             self.adapter)
         if self.block < self.local.stop - self.local.start:
             fn = in_blocks(fn, self.block)
-        fn = with_data(fn, self.data)
+        fn = data_args.with_data(fn, self.data)
         i32 = jnp.int32
         args = (self.data_args, self._put(self.chain_keys), self._put(states),
                 self._put(self.local_knobs(self.knobs)),
@@ -204,24 +204,11 @@ class Run:
         return jax.block_until_ready(out)
 
 
-def with_data(fn: Callable, data: "data_args.Data | None") -> Callable:
-    """`fn` with the posterior's data as its first argument (None without data), bound
-    while JAX traces it, so that the data enter the executable as arguments."""
-    if data is None:
-        return lambda _, *args: fn(*args)
-
-    def bound(args, *rest):
-        with data.bound(args):
-            return fn(*rest)
-
-    return bound
-
-
 def _data(spec: RunSpec, post: Posterior):
     """(Data, mesh, arguments) of the compiled chunk: the posterior's data on this process,
     or with `shard_data` their rows over the devices of every process."""
     if not spec.shard_data:
-        return post.data, None, (None if post.data is None else post.data.host())
+        return post.data, None, (None if post.data is None else post.data.device())
     if post.data is None:
         raise BomcmcError(f"posterior '{post.name}' declares no data (Posterior.data), so "
                           "shard_data has nothing to split: run it without shard_data")
