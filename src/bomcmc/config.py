@@ -29,10 +29,17 @@ def cache_dir() -> Path:
     return Path(base)
 
 
+CACHE_MAX_BYTES = 4 << 30  # the cache's size, beyond which JAX evicts its oldest entries
+
+
 def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | None:
-    """Turn on JAX's persistent compilation cache so a second run of the same posterior
-    loads compiled code instead of compiling it again. Returns the directory, or None if
-    disabled with BOMCMC_NO_CACHE=1."""
+    """Turn on JAX's persistent compilation cache so a second run of the same program (a
+    posterior or network of the same shapes: the data are its inputs, not constants) loads
+    compiled code instead of compiling it again. The directory is `path`, else
+    $BOMCMC_CACHE_DIR/jax, else the user cache directory (~/.cache/bomcmc/jax); a size cap
+    makes JAX evict old entries and take a file lock around every read and write, so several
+    processes can share it. Returns the directory, or None if disabled with BOMCMC_NO_CACHE=1
+    or the directory cannot be made."""
     if os.environ.get("BOMCMC_NO_CACHE"):
         return None
     d = Path(path) if path is not None else cache_dir() / "jax"
@@ -43,4 +50,24 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | No
     jax.config.update("jax_compilation_cache_dir", str(d))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)
+    _reset_cache()  # JAX reads the settings at its first compilation: read them again
     return d
+
+
+def default_compilation_cache() -> Path | None:
+    """The cache `sample` and `resume` use: bomcmc's (`enable_compilation_cache`) unless
+    the program chose its own directory for JAX's cache, or BOMCMC_NO_CACHE=1."""
+    own = jax.config.jax_compilation_cache_dir
+    if own:
+        return Path(own)
+    return enable_compilation_cache()
+
+
+def _reset_cache() -> None:
+    try:
+        from jax.experimental.compilation_cache import compilation_cache as cc
+
+        cc.reset_cache()
+    except Exception:  # noqa: BLE001 - best effort across JAX versions
+        pass

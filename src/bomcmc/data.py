@@ -36,7 +36,10 @@ DATA_AXIS = "data"  # the mesh axis the rows are split over
 class Data:
     """Named arrays sharing a leading axis of rows (module docstring)."""
 
-    def __init__(self, **arrays: Any):
+    def __init__(self, *, row_multiple: int = 1, **arrays: Any):
+        """`arrays`: the named arrays (rows first). `row_multiple`: the rows are padded to a
+        multiple of it as arguments, so that data sets whose sizes differ a little (the
+        training sets of cross-validation folds) give one shape, compiled once."""
         if not arrays:
             raise BomcmcError("Data needs at least one array")
         self.arrays = {k: np.asarray(v) for k, v in arrays.items()}
@@ -45,6 +48,7 @@ class Data:
             shown = ", ".join(f"{k}: {n}" for k, n in rows.items())
             raise BomcmcError(f"Data: every array needs the same leading axis of rows ({shown})")
         self.rows = int(next(iter(rows.values())))
+        self.row_multiple = int(row_multiple)
         self._bound: dict | None = None
         self._device: dict | None = None
 
@@ -56,8 +60,8 @@ class Data:
         return jnp.asarray(self.arrays[name])
 
     def row_weights(self):
-        """The rows' weights of a padded sharded placement (1 real, 0 padding) while it is
-        bound; None otherwise (every row counts)."""
+        """The rows' weights of a padded placement (1 real, 0 padding) while it is bound;
+        None otherwise (every row counts)."""
         if self._bound is None or WEIGHT not in self._bound:
             return None
         return self._bound[WEIGHT]
@@ -88,12 +92,22 @@ class Data:
 
     def device(self) -> dict:
         """The arrays on this process's default device (put there once): one process's
-        arguments, unsharded."""
+        arguments, unsharded (padded to a multiple of `row_multiple` rows)."""
         if self._device is None:
             import jax
 
-            self._device = jax.device_put(self.arrays)
+            self._device = jax.device_put(self._padded(1))
         return self._device
+
+    def _padded(self, shards: int) -> dict:
+        """The arrays with their rows padded to a multiple of `shards` × `row_multiple`,
+        with the weights `row_sum` reads when any row was added."""
+        multiple = shards * self.row_multiple
+        padded = -(-self.rows // multiple) * multiple
+        host = {k: _pad_rows(v, padded) for k, v in self.arrays.items()}
+        if padded != self.rows:
+            host[WEIGHT] = (np.arange(padded) < self.rows).astype(np.float64)
+        return host
 
     def sharded(self, mesh) -> dict:
         """The arrays as global arrays whose rows are split over `mesh`'s "data" axis (padded
@@ -102,11 +116,7 @@ class Data:
         import jax
         from jax.sharding import NamedSharding, PartitionSpec
 
-        shards = mesh.shape[DATA_AXIS]
-        padded = -(-self.rows // shards) * shards
-        host = {k: _pad_rows(v, padded) for k, v in self.arrays.items()}
-        if padded != self.rows:
-            host[WEIGHT] = (np.arange(padded) < self.rows).astype(np.float64)
+        host = self._padded(mesh.shape[DATA_AXIS])
         sharding = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
         return {k: jax.make_array_from_callback(v.shape, sharding, lambda idx, v=v: v[idx])
                 for k, v in host.items()}

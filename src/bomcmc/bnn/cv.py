@@ -79,7 +79,8 @@ class CVModel:
         self.name = f"{model.name}-cv{self.folds}"
         # the cases as a run reads them (rows first: masks (n, K), inputs (n, K, n_in)), so
         # that the compiled chunk takes them as arguments and a sharded run splits them
-        self.data = Data(y=model.y, masks=self.masks.T, inputs=self.inputs.transpose(1, 0, 2))
+        self.data = Data(y=model.y, masks=self.masks.T, inputs=self.inputs.transpose(1, 0, 2),
+                         row_multiple=model.data.row_multiple)
         self.likelihood = model.likelihood
         self.n, self.n_in, self.n_out = model.n, model.n_in, model.n_out
         self.n_hyper = self.folds * model.n_hyper

@@ -52,6 +52,10 @@ from ..store import atomic_write, atomic_write_text
 from .defaults import DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS, sampler_name  # noqa: F401
 
 CONFIG = "bnn.json"
+# training cases padded (weighed zero) to a multiple of this as the run's inputs, so that the
+# training sets of cross-validation folds and grid-search splits, a few cases apart, share
+# one compiled program (and its persistent-cache entry)
+ROW_MULTIPLE = 16
 
 
 def _write_npz(path, **arrays) -> None:
@@ -105,7 +109,8 @@ class BayesianMLPBase(BaseEstimator):
         from .network import BNN
 
         return BNN(X, y, hidden=self._hidden(), prior=self.prior, likelihood=self._likelihood(y),
-                   noise=self._noise_prior(), activation=self.activation, name="bnn")
+                   noise=self._noise_prior(), activation=self.activation, name="bnn",
+                   row_multiple=ROW_MULTIPLE)
 
     def _noise_prior(self):
         return None

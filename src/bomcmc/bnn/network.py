@@ -85,12 +85,13 @@ class BNN:
         noise: the noise prior of a `real` model (FBM model-spec), e.g. "0.05:0.5".
         activation: one name for every hidden layer or one per layer.
         n_out: outputs; by default from y (classes: max label + 1).
+        row_multiple: pad the cases (weighed zero) to a multiple of it as a run's inputs.
     """
 
     def __init__(self, X, y, hidden: Sequence[int] = (8,), prior: Any = None,
                  likelihood: str = "real", noise: Any = None,
                  activation: str | Sequence[str] = "tanh", n_out: int | None = None,
-                 name: str = "bnn"):
+                 name: str = "bnn", row_multiple: int = 1):
         self.name = name
         if " " in likelihood.strip():
             likelihood, spec_noise = parse_model_spec(likelihood)
@@ -112,8 +113,7 @@ class BNN:
         self.activations = tuple(acts)
         self.X, self.y = self._check_data(X, y, n_out)
         self.n, self.n_in = self.X.shape
-        self.data = Data(X=self.X, y=self.y)  # what the run's compiled chunk takes as inputs
-        self._fold_X = self._fold_y = None  # a fold's own inputs and targets (`with_mask`)
+        self.data = Data(X=self.X, y=self.y, row_multiple=row_multiple)  # the chunk's inputs
         if prior is None:
             prior = fixed_gaussian(len(self.hidden), 1.0, 1.0, io=False)
         self.prior = NetPrior.parse(prior, noise)
@@ -132,7 +132,7 @@ class BNN:
         self.n_hyper = int(sum(np.size(x) for x in jax.tree_util.tree_leaves(
             self._template.get("log_tau", {}))))
         self.n_weights = self.dim - self.n_hyper
-        self._x_sumsq = self.case_weights = None  # a fold's Σ x² and 0/1 weights (`with_mask`)
+        self._fold_X = self._fold_y = self._x_sumsq = self.case_weights = None  # `with_mask`
         self.n_eff = float(self.n)  # cases in the likelihood
 
     # -- construction -------------------------------------------------------------------

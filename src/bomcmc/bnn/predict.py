@@ -67,7 +67,11 @@ def forward(model, draws: Any, X, thin: int = 1) -> np.ndarray:
     if X.shape[1] != model.n_in:
         raise BomcmcError(f"X has {X.shape[1]} columns, the network has {model.n_in} inputs")
     w = {k: jnp.asarray(v) for k, v in tree["w"].items()}
-    return np.asarray(jax.jit(jax.vmap(model.apply, in_axes=(0, None)))(w, X))
+    # inputs padded to the model's row multiple, so that data sets a few cases apart (the
+    # training sets of cross-validation folds) share one compiled program
+    n, multiple = X.shape[0], model.data.row_multiple
+    X = np.concatenate([X, np.zeros((-n % multiple, X.shape[1]))])
+    return np.asarray(jax.jit(jax.vmap(model.apply, in_axes=(0, None)))(w, X))[:, :n]
 
 
 def predict_regression(model, draws: Any, X, include_noise: bool = False,

@@ -100,7 +100,9 @@ def _set_noise(model, position: dict) -> dict:
     g = model.noise_group
     if not (g.key0 or g.key1):
         return position
-    resid = np.asarray(model.y) - np.asarray(model.apply(position["w"], model.X))
+    from .predict import forward
+
+    resid = np.asarray(model.y) - forward(model, model.ravel(position)[None], model.X)[0]
     msr = np.maximum(np.mean(resid**2, axis=0), 1e-12)  # per output
     log_tau = dict(position["log_tau"])
     if g.key1:

@@ -17,7 +17,7 @@ from typing import Any
 import jax
 
 from .. import distributed, registry
-from ..config import set_float64
+from ..config import default_compilation_cache, set_float64
 from ..diagnostics import SamplingWarning, check_run
 from ..errors import BomcmcError
 from ..kernels.base import Kernel
@@ -192,6 +192,7 @@ def sample(
     """
     t_start = time.perf_counter()
     _preload_arviz()
+    default_compilation_cache()
     if float64:
         set_float64(True)
     sampler = registry.get(sampler, posterior)
@@ -277,6 +278,7 @@ def resume(
     uninterrupted run. A run of a sampler built for a model needs the same `sampler`."""
     t_start = time.perf_counter()
     _preload_arviz()
+    default_compilation_cache()
     spec = run_spec(out)
     if spec.float64:
         set_float64(True)

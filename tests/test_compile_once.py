@@ -1,0 +1,89 @@
+"""Compile once per shape: a model's data are the inputs of the compiled programs, not
+constants in them, so a fit on other data of the same shapes loads every executable from
+JAX's persistent cache, which `sample` turns on by default and several processes share."""
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bomcmc
+
+pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
+
+# Neal's scheme at a fixed L: the number of draws, and so every shape, is the budget's
+NET = dict(hidden=(3,), super_transitions=3, budget=150, pretrain_steps=50, progress=False,
+           sampler="neal_gibbs", steps=10)
+
+
+def _cache_events(fn) -> Counter:
+    """The persistent cache's hits and misses while `fn()` runs."""
+    from jax import monitoring
+
+    events = Counter()
+
+    def listen(name, **_):
+        if name.startswith("/jax/compilation_cache/cache_"):
+            events[name.rsplit("/", 1)[1]] += 1
+
+    monitoring.register_event_listener(listen)
+    try:
+        fn()
+    finally:
+        monitoring.unregister_event_listener(listen)
+    return events
+
+
+def _data(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+def test_a_second_fit_on_new_data_of_the_same_shape_compiles_nothing():
+    bomcmc.BayesianMLPRegressor(**NET).fit(*_data(61, 0))
+    again = _cache_events(lambda: bomcmc.BayesianMLPRegressor(**NET).fit(*_data(61, 1)))
+    assert again["cache_misses"] == 0 and again["cache_hits"] >= 4, again
+    # a cross-validation fold a case larger is padded to the same shape: compiled once
+    fold = _cache_events(lambda: bomcmc.BayesianMLPRegressor(**NET).fit(*_data(62, 2)))
+    assert fold["cache_misses"] == 0 and fold["cache_hits"] >= 4, fold
+    # the count can fail: data of another shape compile anew
+    other = _cache_events(lambda: bomcmc.BayesianMLPRegressor(**NET).fit(*_data(90, 3)))
+    assert other["cache_misses"] >= 4, other
+
+
+RUN = """
+import sys
+from jax import monitoring
+import bomcmc
+hits = []
+monitoring.register_event_listener(
+    lambda name, **_: hits.append(name) if name.endswith("cache_hits") else None)
+bomcmc.sample(posterior="logistic-heart", sampler="hmc", step_size=0.05, steps=5, chains=2,
+              draws=20, warmup=0, progress=False)
+print("hits", len(hits))
+"""
+
+
+def test_sample_uses_a_shared_persistent_cache_by_default(tmp_path):
+    """Two processes fill one cache at once, then a third loads its programs from it."""
+    env = {**os.environ, "BOMCMC_CACHE_DIR": str(tmp_path), "PYTHONPATH":
+           str(Path(__file__).resolve().parents[1] / "src") + os.pathsep
+           + os.environ.get("PYTHONPATH", "")}
+    env.pop("BOMCMC_NO_CACHE", None)
+
+    def start():
+        return subprocess.Popen([sys.executable, "-c", RUN], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    outs = [p.communicate(timeout=120) for p in [start(), start()]]
+    outs.append(start().communicate(timeout=120))
+    for out, err in outs:
+        assert "Error reading persistent compilation cache" not in err, err[-2000:]
+        assert out.startswith("hits"), err[-2000:]
+    assert any((tmp_path / "jax").iterdir())
+    assert int(outs[-1][0].split()[1]) >= 2  # the chains' start and the chunk, from the cache
