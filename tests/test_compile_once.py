@@ -87,3 +87,42 @@ def test_sample_uses_a_shared_persistent_cache_by_default(tmp_path):
         assert out.startswith("hits"), err[-2000:]
     assert any((tmp_path / "jax").iterdir())
     assert int(outs[-1][0].split()[1]) >= 2  # the chains' start and the chunk, from the cache
+
+
+def _regression(x, y):
+    import numpyro
+    import numpyro.distributions as dist
+
+    beta = numpyro.sample("beta", dist.Normal(0.0, 1.0))
+    numpyro.sample("y", dist.Normal(beta * x, 1.0), obs=y)
+
+
+def _grouped(group, y):
+    import numpyro
+    import numpyro.distributions as dist
+
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0).expand([int(group.max()) + 1]))
+    numpyro.sample("y", dist.Normal(mu[group], 1.0), obs=y)
+
+
+def test_a_numpyro_model_on_new_data_of_the_same_shape_compiles_nothing():
+    pytest.importorskip("numpyro")
+    rng = np.random.default_rng(0)
+    run = dict(sampler="hmc", step_size=0.1, steps=5, chains=2, draws=20, warmup=0,
+               progress=False)
+
+    def sample(seed):
+        x = rng.normal(size=30)
+        post = bomcmc.from_numpyro(_regression, x, 0.5 * x + rng.normal(size=30))
+        assert post.data is not None  # the arrays are the chunk's inputs
+        bomcmc.sample(posterior=post, seed=seed, **run)
+
+    sample(0)
+    again = _cache_events(lambda: sample(1))
+    assert again["cache_misses"] == 0 and again["cache_hits"] >= 2, again
+    # a model that reads its data's values while traced keeps them as constants, and runs
+    group = np.arange(30) % 3
+    post = bomcmc.from_numpyro(_grouped, group, rng.normal(size=30))
+    assert post.data is None
+    res = bomcmc.sample(posterior=post, **run)
+    assert res.idata.posterior["mu"].shape == (2, 20, 3)

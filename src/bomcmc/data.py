@@ -34,7 +34,8 @@ DATA_AXIS = "data"  # the mesh axis the rows are split over
 
 
 class Data:
-    """Named arrays sharing a leading axis of rows (module docstring)."""
+    """Named arrays, as a run's inputs (module docstring). Only arrays that share a leading
+    axis of rows can be padded or split over devices."""
 
     def __init__(self, *, row_multiple: int = 1, **arrays: Any):
         """`arrays`: the named arrays (rows first). `row_multiple`: the rows are padded to a
@@ -44,10 +45,13 @@ class Data:
             raise BomcmcError("Data needs at least one array")
         self.arrays = {k: np.asarray(v) for k, v in arrays.items()}
         rows = {k: (v.shape[0] if v.ndim else None) for k, v in self.arrays.items()}
-        if len(set(rows.values())) != 1 or None in rows.values():
-            shown = ", ".join(f"{k}: {n}" for k, n in rows.items())
-            raise BomcmcError(f"Data: every array needs the same leading axis of rows ({shown})")
-        self.rows = int(next(iter(rows.values())))
+        # None: arrays of other lengths (a model's arguments), given as inputs but not split
+        self.rows = (int(next(iter(rows.values())))
+                     if len(set(rows.values())) == 1 and None not in rows.values() else None)
+        if self.rows is None and row_multiple != 1:
+            raise BomcmcError(f"Data: padding rows needs every array to have the same leading "
+                              f"axis of rows ({_shown(rows)})")
+        self._shapes = rows
         self.row_multiple = int(row_multiple)
         self._bound: dict | None = None
         self._device: dict | None = None
@@ -96,12 +100,16 @@ class Data:
         if self._device is None:
             import jax
 
-            self._device = jax.device_put(self._padded(1))
+            self._device = jax.device_put(self._padded(1) if self.row_multiple != 1
+                                          else self.arrays)
         return self._device
 
     def _padded(self, shards: int) -> dict:
         """The arrays with their rows padded to a multiple of `shards` × `row_multiple`,
         with the weights `row_sum` reads when any row was added."""
+        if self.rows is None:
+            raise BomcmcError(f"the data's arrays do not share a leading axis of rows "
+                              f"({_shown(self._shapes)}), so their rows cannot be split")
         multiple = shards * self.row_multiple
         padded = -(-self.rows // multiple) * multiple
         host = {k: _pad_rows(v, padded) for k, v in self.arrays.items()}
@@ -145,6 +153,10 @@ def jit(fn: Callable, data: "Data | None") -> Callable:
         return jax.jit(fn)
     compiled = jax.jit(with_data(fn, data))
     return lambda *args: compiled(data.device(), *args)
+
+
+def _shown(rows: dict) -> str:
+    return ", ".join(f"{k}: {n if n is not None else 'scalar'}" for k, n in rows.items())
 
 
 def _pad_rows(a: np.ndarray, rows: int) -> np.ndarray:

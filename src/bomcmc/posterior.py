@@ -20,6 +20,7 @@ from jax.flatten_util import ravel_pytree
 
 from .config import float_dtype
 from .data import Data
+from .data import jit as data_jit
 from .errors import BomcmcError, first_line
 
 PyTree = Any
@@ -147,7 +148,7 @@ class FlatPosterior:
         fn = self.source.constrain
         if fn is None:
             return None
-        f = jax.jit(jax.vmap(jax.vmap(lambda x: fn(self.unravel(x)))))
+        f = data_jit(jax.vmap(jax.vmap(lambda x: fn(self.unravel(x)))), self.source.data)
         return {k: np.asarray(v) for k, v in f(jnp.asarray(flat)).items()}
 
     def log_likelihood(self, flat: np.ndarray, max_elements: int = 2**24
@@ -167,7 +168,7 @@ class FlatPosterior:
         per_draw = sum(int(np.prod(s.shape, dtype=int))
                        for s in jax.tree_util.tree_leaves(jax.eval_shape(one, rows[0])))
         batch = int(min(len(rows), max(1, max_elements // max(per_draw, 1))))
-        f = jax.jit(jax.vmap(one))
+        f = data_jit(jax.vmap(one), self.source.data)
         parts = []
         for i in range(0, len(rows), batch):
             chunk = rows[i : i + batch]

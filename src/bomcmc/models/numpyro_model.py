@@ -57,24 +57,29 @@ def from_numpyro(model, *args, **kwargs) -> Posterior:
     try:
         info = initialize_model(jax.random.PRNGKey(0), model,
                                 init_strategy=init_to_uniform(radius=INIT_RADIUS),
-                                model_args=args, model_kwargs=kwargs)
+                                model_args=args, model_kwargs=kwargs, dynamic_args=True)
     except Exception as e:  # noqa: BLE001 - a model that cannot be traced is bad input
         raise BomcmcError(f"NumPyro model '{name}' cannot be initialized: "
                           f"{first_line(e)}") from None
     init = {k: np.asarray(v) for k, v in info.param_info.z.items()}
     if not init:
         raise BomcmcError(f"NumPyro model '{name}' has no continuous latent sites to sample")
-    potential_fn, postprocess_fn = info.potential_fn, info.postprocess_fn
+    data, arguments = _arguments_as_data(info.potential_fn, args, kwargs, init)
     observed = {k: np.asarray(site["value"]) for k, site in info.model_trace.items()
                 if site["type"] == "sample" and site["is_observed"]}
     seeded = handlers.seed(model, rng_seed=0)  # for sites that draw without a value
 
     def logdensity(position):
-        return -potential_fn(position)
+        a, kw = arguments()
+        return -info.potential_fn(*a, **kw)(position)
+
+    def postprocess_fn(position):
+        a, kw = arguments()
+        return info.postprocess_fn(*a, **kw)(position)
 
     def loglik(position):
-        return log_likelihood(seeded, postprocess_fn(position), *args, batch_ndims=0,
-                              **kwargs)
+        a, kw = arguments()
+        return log_likelihood(seeded, postprocess_fn(position), *a, batch_ndims=0, **kw)
 
     def initializer(key):
         keys = jax.random.split(key, len(init))
@@ -92,7 +97,45 @@ def from_numpyro(model, *args, **kwargs) -> Posterior:
         constrain=postprocess_fn,
         log_likelihood_fn=loglik if observed else None,
         observed_data=observed or None,
+        data=data,
     )
+
+
+def _arguments_as_data(dynamic_potential, args, kwargs, init):
+    """(Data or None, arguments): the model's numeric array arguments as a `Data`, which a
+    run gives its compiled functions as inputs (a model of the same shapes on other data then
+    compiles to the same program), and `arguments() -> (args, kwargs)` reading them from it
+    where the model reads them. A model that needs its arrays' values while it is traced
+    (Python control flow on them) keeps them as constants, as NumPyro's `initialize_model`
+    does: (None, the arguments as given)."""
+    from ..data import Data, with_data
+
+    named = {f"arg{i}": a for i, a in enumerate(args) if _data_array(a)}
+    named.update({f"kw:{k}": v for k, v in kwargs.items() if _data_array(v)})
+    if not named:
+        return None, lambda: (args, kwargs)
+    data = Data(**named)
+
+    def arguments():
+        a = [data[f"arg{i}"] if f"arg{i}" in named else v for i, v in enumerate(args)]
+        kw = {k: data[f"kw:{k}"] if f"kw:{k}" in named else v for k, v in kwargs.items()}
+        return a, kw
+
+    def potential(position):
+        a, kw = arguments()
+        return dynamic_potential(*a, **kw)(position)
+
+    try:  # traced with the arrays as inputs, as the run's chunk will trace it
+        jax.eval_shape(with_data(potential, data), data.device(), init)
+    except Exception:  # noqa: BLE001 - the model reads its data's values: keep them fixed
+        return None, lambda: (args, kwargs)
+    return data, arguments
+
+
+def _data_array(value) -> bool:
+    """An argument a run gives as an input: a numeric array of at least one dimension."""
+    return (isinstance(value, (np.ndarray, jax.Array)) and np.ndim(value) >= 1
+            and np.dtype(value.dtype).kind in "fciub")
 
 
 def _check_data(model, name: str, args, kwargs) -> None:
