@@ -15,6 +15,7 @@ import numpy as np
 from . import models, registry
 from .config import set_float64
 from .driver import api as driver
+from .driver.until import ess_for_mcse
 from .errors import BomcmcError
 from .kernels.base import Kernel
 from .models import model_file
@@ -101,6 +102,9 @@ def sample(
     max_grad: int | None = None,
     chain_block: int | None = None,
     shard_data: bool = False,
+    until_ess: float | None = None,
+    until_mcse: float | None = None,
+    until_seconds: float | None = None,
     **options,
 ) -> driver.SampleResult:
     """Sample a posterior with all chains vmapped inside jitted chunks.
@@ -149,6 +153,14 @@ def sample(
     `bomcmc.Data`; the logistic regressions have them) over every device of every process:
     every process runs every chain, each device sums its rows' log-likelihood, and one
     all-reduce joins them, for data too large or too slow for one device.
+
+    `until_ess=E` runs until precise: sampling goes on chunk after chunk until every
+    coordinate's bulk and tail ESS reach E and its R-hat is at most 1.01, with `draws` as a
+    cap (and `until_seconds` of sampling as another); `until_mcse=r` asks the same of every
+    mean's MCSE, at most r posterior sds (E = 1/r²). The rule is read at each chunk's end, so
+    the draw it stops at depends on the chunks' lengths: fix `chunk_size` for a stop that
+    repeats exactly. run.json's `until` records the target and where the run stopped;
+    `resume` continues under the same rule.
     """
     if float64:
         set_float64(True)
@@ -160,7 +172,20 @@ def sample(
         init_strategy=init_strategy, init_per_chain=init_per_chain, save_warmup=save_warmup,
         overwrite=overwrite, tuner=tuner, adapt=adapt, adapt_options=adapt_options,
         max_grad=max_grad, posterior_name=post.name if models.is_builtin(post.name) else "custom",
-        chain_block=chain_block, shard_data=shard_data, **options)
+        chain_block=chain_block, shard_data=shard_data,
+        until_ess=_until_ess(until_ess, until_mcse), until_seconds=until_seconds, **options)
+
+
+def _until_ess(until_ess: float | None, until_mcse: float | None) -> float | None:
+    """The ESS target of a run until precise, given as an ESS or as an MCSE in sds."""
+    if until_mcse is None:
+        return until_ess
+    if until_ess is not None:
+        raise BomcmcError("give until_ess or until_mcse, not both")
+    if not (isinstance(until_mcse, (int, float)) and 0 < until_mcse < 1):
+        raise BomcmcError(f"until_mcse must be a fraction of the sd in (0, 1), got "
+                          f"{until_mcse!r}")
+    return ess_for_mcse(until_mcse)
 
 
 def resume(

@@ -179,6 +179,8 @@ def sample(
     posterior_name: str = "custom",
     chain_block: int | None = None,
     shard_data: bool = False,
+    until_ess: float | None = None,
+    until_seconds: float | None = None,
     **options,
 ) -> SampleResult:
     """Sample `posterior` (a `Posterior`) with `sampler` (a name, a Sampler or a Kernel, built
@@ -209,7 +211,7 @@ def sample(
         init_per_chain=bool(init_per_chain), save_warmup=bool(save_warmup),
         config=json_config(config), max_grad=max_grad, model=posterior.model_file,
         chain_block=chain_block if shard_data else _chain_block(chain_block, chains),
-        shard_data=bool(shard_data),
+        shard_data=bool(shard_data), until_ess=until_ess, until_seconds=until_seconds,
     )
     if chunk_size is None:  # a buffer for the whole run, within a memory cap
         dim = flatten(posterior, check_finite=False).dim

@@ -63,6 +63,8 @@ def assemble(run: Run, store, wall_total: float):
         "processes": run.process.size,
         "shard_data": run.spec.shard_data,
     }
+    if run.until is not None:  # a run until precise: its target, and where it stopped
+        totals["until"] = run.until.report()
     attrs = {
         "inference_library": "bomcmc",
         "inference_library_version": __version__,

@@ -111,6 +111,7 @@ class Run:
                          else _chain_sharding(self.local.stop - self.local.start))
         self.compile_s = 0.0
         self.start_grads = 0
+        self.until = None  # the stopping rule of a run until precise (`until.Until`)
 
     def initial_state(self):
         """The chains' initial states. Dispersed starts whose log density or gradient is not

@@ -15,6 +15,7 @@ from ..store import ChunkRecord
 from ..tuning.base import SAMPLING, WARMUP
 from .engine import Run
 from .spec import RunSpec
+from .until import Until
 
 
 class ChunkPlan(NamedTuple):
@@ -221,9 +222,12 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
     pace = None  # seconds per transition, measured on the last chunk
     grads = _grads_so_far(run, next_iter)
     bar = Progress(spec, next_iter, grads, progress)
+    until = run.until = (Until.resumed(spec.until_ess, spec.until_seconds, run.store)
+                         if spec.until_ess else None)
     try:
         while next_iter < spec.total_iterations and not (spec.max_grad
-                                                          and grads >= spec.max_grad):
+                                                          and grads >= spec.max_grad) \
+                and not (until is not None and until.done):
             limit = _chunk_length(spec, run.tuner.chunk_draws(knobs, spec.chunk_size), pace)
             # every process runs the chunk the first one planned (paces differ)
             limit = int(distributed.broadcast(np.asarray(limit)))
@@ -240,5 +244,9 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             chunk_index += 1
             grads += _chunk_grads(view.info, spec.chains)
             bar.update(rec._replace(info=view.info._asdict()), grads)
+            if until is not None and plan.phase == SAMPLING:
+                until.add(view.positions, wall + tuner_s)
+                # process 0's decision on every process (its seconds are its own)
+                until.done = bool(distributed.broadcast(np.asarray(until.done)))
     finally:
         bar.close()

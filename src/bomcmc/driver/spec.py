@@ -46,6 +46,10 @@ class RunSpec:
     # every process runs every chain, and the posterior's `Data` rows are split over all
     # devices of all processes (`data.Data.sharded`): one chain spans them
     shard_data: bool = False
+    # run until precise (`until.py`): min bulk and tail ESS at least this and R-hat <= 1.01,
+    # `draws` then being a cap, and `until_seconds` a cap on the sampling's seconds
+    until_ess: float | None = None
+    until_seconds: float | None = None
     version: str = __version__
 
     def validate(self) -> None:
@@ -64,6 +68,12 @@ class RunSpec:
         if self.chunk_seconds is not None and not self.chunk_seconds > 0:
             raise BomcmcError(f"chunk_seconds must be positive, got {self.chunk_seconds}")
         choice("init_strategy", self.init_strategy, INIT_STRATEGIES)
+        for name in ("until_ess", "until_seconds"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise BomcmcError(f"{name} must be a positive number, got {v!r}")
+        if self.until_seconds is not None and self.until_ess is None:
+            raise BomcmcError("until_seconds caps a run until precise: give until_ess too")
         if self.shard_data and self.chain_block is not None:
             raise BomcmcError("shard_data runs every chain on every process: it takes no "
                               "chain_block")

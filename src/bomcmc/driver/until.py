@@ -1,0 +1,97 @@
+"""Run until precise: sampling chunks until every coordinate's estimates are precise enough.
+
+A run with `until_ess=E` keeps sampling, chunk after chunk, until the minimum over the
+coordinates of the rank-normalised bulk ESS and of the tail ESS reach E and the largest split
+R-hat is at most 1.01 (Vehtari et al. 2021, the bounds `diagnostics.checks` warns at), or
+until a cap: `draws` (then an upper bound), or `until_seconds` of sampling. It reads every
+chain's draws so far (in a run over several processes, those gathered at each chunk's end, so
+that every process takes the same decision); a resumed run reads the stored chunks again, and
+stops at once where they already suffice. Stan, NumPyro and PyMC leave this loop to their
+users.
+
+The MCSE form: the Monte-Carlo standard error of a mean is sd / √ESS, so asking every mean's
+MCSE to be at most a fraction r of its posterior sd is `until_ess = 1 / r²`
+(`ess_for_mcse`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..diagnostics.checks import RHAT_MAX
+from ..tuning.base import SAMPLING
+
+MIN_DRAWS = 20  # per chain before the rule is first read (ESS of a few draws means little)
+
+
+class Precision(NamedTuple):
+    """The draws' precision: minimum bulk and tail ESS and maximum R-hat over coordinates."""
+
+    draws: int
+    ess_bulk: float
+    ess_tail: float
+    rhat: float
+
+    def reaches(self, target: float) -> bool:
+        return self.ess_bulk >= target and self.ess_tail >= target and self.rhat <= RHAT_MAX
+
+
+def ess_for_mcse(fraction: float) -> float:
+    """The ESS at which a mean's MCSE is `fraction` of its posterior sd: 1 / fraction²."""
+    return 1.0 / float(fraction) ** 2
+
+
+def precision(positions: np.ndarray) -> Precision:
+    """Of draws (chains, draws, dim). A coordinate constant within every chain has no ESS:
+    it counts as 0 (never precise), as the checks count it."""
+    import arviz as az
+
+    ds = az.convert_to_dataset({"x": np.asarray(positions, np.float64)})
+    bulk = np.nan_to_num(az.ess(ds, method="bulk")["x"].values, nan=0.0)
+    tail = np.nan_to_num(az.ess(ds, method="tail")["x"].values, nan=0.0)
+    rhat = np.nan_to_num(az.rhat(ds)["x"].values, nan=math.inf)
+    return Precision(int(positions.shape[1]), float(bulk.min()), float(tail.min()),
+                     float(rhat.max()))
+
+
+class Until:
+    """The stopping rule of one run: the sampling draws so far, every chain's."""
+
+    def __init__(self, target: float, seconds: float | None):
+        self.target, self.seconds = float(target), seconds
+        self.parts: list[np.ndarray] = []
+        self.wall = 0.0
+        self.last: Precision | None = None
+        self.done = False
+
+    @classmethod
+    def resumed(cls, target: float, seconds: float | None, store) -> "Until":
+        """The rule with the stored sampling chunks' draws (a resumed run) read again."""
+        until = cls(target, seconds)
+        for rec in store.chunks():
+            if rec.phase == SAMPLING:
+                until.add(rec.positions, rec.wall_s)
+        return until
+
+    def add(self, positions: np.ndarray, wall_s: float) -> None:
+        """A sampling chunk's draws (chains, n, dim) of every chain, and its seconds."""
+        self.parts.append(np.asarray(positions))
+        self.wall += float(wall_s)
+        draws = sum(p.shape[1] for p in self.parts)
+        if self.seconds is not None and self.wall >= self.seconds:
+            self.done = True
+        if draws >= MIN_DRAWS:
+            self.last = precision(np.concatenate(self.parts, axis=1))
+            self.done = self.done or self.last.reaches(self.target)
+
+    def report(self) -> dict:
+        """What run.json records: the target, whether it was reached, and the precision."""
+        out = {"until_ess": self.target, "until_seconds": self.seconds,
+               "reached": bool(self.last is not None and self.last.reaches(self.target)),
+               "sampling_s": self.wall}
+        if self.last is not None:
+            out.update(self.last._asdict())
+        return out

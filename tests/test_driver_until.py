@@ -1,0 +1,68 @@
+"""Run until precise (`driver/until.py`): sampling stops when every coordinate's bulk and tail
+ESS reach the target and R-hat is at most 1.01, or at the cap; it resumes under the same rule."""
+
+import shutil
+
+import arviz as az
+import numpy as np
+import pytest
+
+import bomcmc
+
+SCALES = np.array([1.0, 3.0, 0.3])
+
+
+def logdensity(p):
+    return -0.5 * ((p["x"] / SCALES) ** 2).sum()
+
+
+RUN = dict(sampler="hmc", step_size=0.4, steps=6, chains=4, warmup=50, chunk_size=50,
+           seed=1, progress=False)
+
+
+def _min_ess(idata) -> float:
+    ess = [az.ess(idata, method=m)["x"].values.min() for m in ("bulk", "tail")]
+    return float(min(ess))
+
+
+def test_stops_once_precise_well_before_the_cap(tmp_path):
+    res = bomcmc.sample(logdensity, {"x": np.zeros(3)}, draws=5000, until_ess=300,
+                        out=tmp_path / "run", **RUN)
+    until = res.totals["until"]
+    draws = res.idata.posterior.sizes["draw"]
+    assert until["reached"] and until["draws"] == draws < 5000
+    assert _min_ess(res.idata) >= 300 and until["rhat"] <= 1.01
+    # it stopped at the first chunk end where the rule held: one chunk fewer did not suffice
+    from bomcmc.driver.until import precision
+
+    x = res.idata.posterior["x"].values[:, : draws - RUN["chunk_size"]]
+    assert not precision(x).reaches(300)
+    # resumed from an earlier chunk, the rule stops at the same draw with the same draws
+    cut = tmp_path / "cut"
+    shutil.copytree(tmp_path / "run", cut)
+    for f in sorted((cut / "chunks").iterdir())[-2:]:
+        f.unlink()
+    (cut / "idata.nc").unlink()
+    (cut / "run.json").unlink()
+    again = bomcmc.resume(cut, logdensity, {"x": np.zeros(3)}, progress=False)
+    np.testing.assert_array_equal(again.idata.posterior["x"].values,
+                                  res.idata.posterior["x"].values)
+
+
+def test_the_cap_ends_a_run_that_cannot_be_precise_and_says_so():
+    res = bomcmc.sample(logdensity, {"x": np.zeros(3)}, draws=100, until_mcse=0.01, **RUN)
+    until = res.totals["until"]
+    assert until["until_ess"] == pytest.approx(1e4) and not until["reached"]
+    assert res.idata.posterior.sizes["draw"] == 100
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(until_ess=-1), "until_ess must be a positive number"),
+    (dict(until_seconds=5), "give until_ess too"),
+    (dict(until_ess=100, until_mcse=0.1), "not both"),
+    (dict(until_mcse=2.0), "until_mcse must be a fraction"),
+])
+def test_bad_targets_are_one_line(kw, match):
+    with pytest.raises(bomcmc.BomcmcError, match=match) as e:
+        bomcmc.sample(logdensity, {"x": np.zeros(3)}, draws=100, **kw, **RUN)
+    assert "\n" not in str(e.value)
