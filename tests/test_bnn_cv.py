@@ -302,6 +302,12 @@ def test_bnn_cli_fit_and_predict(tmp_path, capsys):
     warned = captured.err.splitlines()
     assert warned and all(line.startswith("bomcmc: warning: ") for line in warned)
     assert any("ESS" in line for line in warned) and "SamplingWarning" not in captured.err
+    # issue 31: `bomcmc summary` of the fit's run counts only the draws the fit kept
+    assert main(["summary", str(out / "run"), "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["run"]
+    recorded = bomcmc.load(out / "run").idata.posterior
+    assert run["draws"] == summary["draws_kept"] == recorded.sizes["draw"] - run["burn_in_dropped"]
+    assert run["burn_in_dropped"] == recorded.attrs["burn_in_draws"] > 0
     assert main(args) == 2  # exists: needs --overwrite
     assert "already holds a fit" in capsys.readouterr().err
     new = tmp_path / "new.csv"

@@ -89,3 +89,32 @@ def test_plots_draw_only_the_draws_a_run_kept(tmp_path, figures):
     assert traces and {len(ln.get_xdata()) for ln in traces} == {40}
     ticks = [ln for ln in lines if ln.get_label() == "divergent transition"][0]
     assert list(ticks.get_xdata()) == [10]  # draw 30; draw 5 was burn-in
+
+
+def unlabelled_axes(fig) -> list[str]:
+    """The axes of `fig` that show something but lack an x or a y label; a colorbar (its
+    label is the colour scale's) and a grid cell left empty are not axes of data."""
+    missing = []
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.has_data() or hasattr(ax, "_colorbar"):
+            continue
+        if not (ax.get_xlabel() and ax.get_ylabel()):
+            missing.append(f"{ax.get_title()!r}: x {ax.get_xlabel()!r}, y {ax.get_ylabel()!r}")
+    return missing
+
+
+def test_every_axis_of_every_diagnostic_figure_is_labelled(tmp_path, figures):
+    """Issue 31: every Axes of every figure the diagnostics draw has an x and a y label
+    (ArviZ's autocorrelation plot had no y label; the reward plots are checked in
+    test_tuning_ahmc_tuner.py, the demo's in test_bnn_cv.py)."""
+    idata = _idata(stuck_chain=0)
+    plots.plot_trace(idata, tmp_path / "t.png")
+    plots.plot_autocorr(idata, tmp_path / "a.png")
+    plots.plot_rank(idata, tmp_path / "r.png")
+    plots.plot_energy(idata, tmp_path / "e.png")
+    plots.plot_error_curve([1, 10, 100], {"ahmc": [0.3, 0.2, 0.1]}, tmp_path / "c.png",
+                           ylabel="test error", title="t", references={"paper": 0.15})
+    assert len(figures) == 5
+    for fig in figures:
+        assert not unlabelled_axes(fig), (fig._suptitle.get_text() if fig._suptitle else "",
+                                          unlabelled_axes(fig))
