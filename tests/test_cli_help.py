@@ -170,6 +170,10 @@ def test_init_strategy_init_starts_every_chain_at_the_initial_point(tmp_path, mo
     assert np.ptp(first, axis=0).max() < 0.1  # one leapfrog step of 0.01 from one start
     assert cli.main(["sample", "--posterior", "gauss-2d-corr", "--init-strategy", "nope",
                      "--out", str(tmp_path / "bad")]) == 2
+    # a jitter that uniform starts would ignore is an error, not silently dropped
+    assert cli.main(["sample", "--posterior", "gauss-2d-corr", "--init-strategy", "uniform",
+                     "--init-jitter", "0.5", "--out", str(tmp_path / "bad")]) == 2
+    assert not (tmp_path / "bad").exists()
 
 
 @pytest.mark.parametrize("argv", [["sample", "--posterior", "p", "--out", "d"],

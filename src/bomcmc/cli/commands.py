@@ -15,6 +15,11 @@ from .flags import given_options
 def sample_kwargs(args: argparse.Namespace) -> dict:
     """The keyword arguments of `bomcmc.sample` for a parsed `sample` command (`--model`
     FILE.py:NAME is loaded here, in 64-bit floats first with `--float64`)."""
+    if args.init_strategy == "uniform" and args.init_jitter:
+        from ..errors import BomcmcError
+
+        raise BomcmcError("--init-jitter jitters the initial point of --init-strategy init; "
+                          "--init-strategy uniform draws dispersed starts without it")
     posterior = args.posterior
     if getattr(args, "model", None) is not None:
         from ..config import set_float64
