@@ -93,12 +93,17 @@ def test_plots_draw_only_the_draws_a_run_kept(tmp_path, figures):
 
 def unlabelled_axes(fig) -> list[str]:
     """The axes of `fig` that show something but lack an x or a y label; a colorbar (its
-    label is the colour scale's) and a grid cell left empty are not axes of data."""
+    label is the colour scale's) and a grid cell left empty are not axes of data, and an
+    axis shared with a labelled one (a panel above another, sharex) is labelled by it."""
+    def label(ax, which):
+        shared = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
+        return any(getattr(a, f"get_{which}label")() for a in shared.get_siblings(ax))
+
     missing = []
     for ax in fig.axes:
         if not ax.get_visible() or not ax.has_data() or hasattr(ax, "_colorbar"):
             continue
-        if not (ax.get_xlabel() and ax.get_ylabel()):
+        if not (label(ax, "x") and label(ax, "y")):
             missing.append(f"{ax.get_title()!r}: x {ax.get_xlabel()!r}, y {ax.get_ylabel()!r}")
     return missing
 
