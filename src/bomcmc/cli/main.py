@@ -141,13 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "posteriors with a metric (logistic-*, lgcp-*, sv-*), the im* samplers "
                         "and kawasaki spin posteriors")
     s.add_argument("--out", required=True, metavar="DIR", help="run directory (required)")
-    s.add_argument("--chains", type=positive_int, default=4, help="chains (default: 4)")
-    s.add_argument("--draws", type=positive_int, default=1000,
+    s.add_argument("--chains", type=positive_int, default=4, metavar="C",
+                   help="chains (default: 4)")
+    s.add_argument("--draws", type=positive_int, default=1000, metavar="N",
                    help="draws per chain kept after warm-up (default: 1000)")
-    s.add_argument("--warmup", type=nonneg_int, default=1000,
+    s.add_argument("--warmup", type=nonneg_int, default=1000, metavar="W",
                    help="warm-up transitions per chain (default: 1000)")
-    s.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default: 0)")
-    s.add_argument("--thin", type=positive_int, default=1,
+    s.add_argument("--seed", type=nonneg_int, default=0, metavar="S", help="random seed (default: 0)")
+    s.add_argument("--thin", type=positive_int, default=1, metavar="K",
                    help="keep every K-th transition (default: 1)")
     s.add_argument("--chunk-size", type=positive_int, default=None, metavar="K",
                    help="at most K draws per compiled chunk, each chunk written to disk "
