@@ -147,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="draws per chain kept after warm-up (default: 1000)")
     s.add_argument("--warmup", type=nonneg_int, default=1000, metavar="W",
                    help="warm-up transitions per chain (default: 1000)")
-    s.add_argument("--seed", type=nonneg_int, default=0, metavar="S", help="random seed (default: 0)")
+    s.add_argument("--seed", type=nonneg_int, default=0, metavar="S",
+                   help="random seed (default: 0)")
     s.add_argument("--thin", type=positive_int, default=1, metavar="K",
                    help="keep every K-th transition (default: 1)")
     s.add_argument("--chunk-size", type=positive_int, default=None, metavar="K",
