@@ -60,6 +60,12 @@ def test_named_scalars_come_first_and_every_axis_is_labelled(tmp_path, figures):
     ax = figures[-1].axes[0]
     assert ax.get_xlabel() and ax.get_ylabel() == "density"
     assert len(ax.get_xticks()) > 1
+    # every Axes of every figure the diagnostics draw (the reward plots: in
+    # test_tuning_ahmc_tuner.py, the demo's: in test_bnn_cv.py)
+    plots.plot_error_curve([1, 10, 100], {"ahmc": [0.3, 0.2, 0.1]}, tmp_path / "c.png",
+                           ylabel="test error", title="t", references={"paper": 0.15})
+    assert len(figures) == 5
+    assert not [unlabelled_axes(fig) for fig in figures if unlabelled_axes(fig)]
 
 
 def test_a_chain_that_never_moved_is_drawn_apart_from_the_divergence_strip(tmp_path,
@@ -106,20 +112,3 @@ def unlabelled_axes(fig) -> list[str]:
         if not (label(ax, "x") and label(ax, "y")):
             missing.append(f"{ax.get_title()!r}: x {ax.get_xlabel()!r}, y {ax.get_ylabel()!r}")
     return missing
-
-
-def test_every_axis_of_every_diagnostic_figure_is_labelled(tmp_path, figures):
-    """Issue 31: every Axes of every figure the diagnostics draw has an x and a y label
-    (ArviZ's autocorrelation plot had no y label; the reward plots are checked in
-    test_tuning_ahmc_tuner.py, the demo's in test_bnn_cv.py)."""
-    idata = _idata(stuck_chain=0)
-    plots.plot_trace(idata, tmp_path / "t.png")
-    plots.plot_autocorr(idata, tmp_path / "a.png")
-    plots.plot_rank(idata, tmp_path / "r.png")
-    plots.plot_energy(idata, tmp_path / "e.png")
-    plots.plot_error_curve([1, 10, 100], {"ahmc": [0.3, 0.2, 0.1]}, tmp_path / "c.png",
-                           ylabel="test error", title="t", references={"paper": 0.15})
-    assert len(figures) == 5
-    for fig in figures:
-        assert not unlabelled_axes(fig), (fig._suptitle.get_text() if fig._suptitle else "",
-                                          unlabelled_axes(fig))
