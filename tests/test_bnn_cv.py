@@ -379,7 +379,7 @@ def test_demo_small_budget_runs_and_learns(tmp_path, capsys, monkeypatch):
 
     run = bomcmc.load(out / "run").idata
     assert s["sampler"] == run.posterior.attrs["sampler"] == "ahmc_cv"
-    learned = learned_setting(s["learned_eta"], s["learned_L"], run.posterior.attrs)
+    learned = learned_setting(s["learned_eta"], s["learned_L"], s["step_symbol"])
     assert learned.startswith("learned setting η = ")
     printed = format_summary(s)
     assert learned in printed and printed.count("η = ") == 1 and "ahmc_gibbs" not in printed

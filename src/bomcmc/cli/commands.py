@@ -176,7 +176,7 @@ def _format_tuning(t: dict, attrs) -> str:
            if t.get("observations", t["bo_steps"]) > t["bo_steps"] else "") + "), "
         f"{t['proposals']} proposals, {t['distinct_settings']} settings tried"
         + (f", {t['gp_resets']} GP resets (metric updates)" if "gp_resets" in t else ""),
-        (learned_setting(best["step_size"], best["num_steps"], attrs) if best else
+        (learned_setting(best["step_size"], best["num_steps"], step_symbol(attrs)) if best else
          f"no setting learned (no reward observed); last proposal "
          f"{step_symbol(attrs)} = {t['final']['step_size']:.4g}, L = {t['final']['num_steps']}")
         + f"; box {step_symbol(attrs)} [{t['eps_bounds'][0]:.3g}, {t['eps_bounds'][1]:.3g}] "
@@ -193,9 +193,10 @@ def step_symbol(attrs) -> str:
     return _step_symbol(attrs)
 
 
-def learned_setting(step_size: float, num_steps: int, attrs) -> str:
-    """The one line that names what a bandit learned, in `summary` and `demo` alike."""
-    return (f"learned setting {step_symbol(attrs)} = {step_size:.4g}, L = {int(num_steps)} "
+def learned_setting(step_size: float, num_steps: int, symbol: str) -> str:
+    """The words that name what a bandit learned, in `summary` and `demo` alike (`symbol`:
+    the step size's, `step_symbol`)."""
+    return (f"learned setting {symbol} = {step_size:.4g}, L = {int(num_steps)} "
             "(the tried setting of highest GP mean reward)")
 
 

@@ -104,6 +104,7 @@ def _final_tuning(reg) -> dict:
     summary.json only, the bandit's last proposal (final_eta, final_L: the setting a next
     super-transition would run, an exploration possibly), with the number of BO steps."""
     from ..tuning.history import tuning_from_idata
+    from .commands import step_symbol
 
     found = tuning_from_idata(reg.result_.idata)
     if found is None:
@@ -111,6 +112,7 @@ def _final_tuning(reg) -> dict:
     tuner, history = found
     best = tuner.best()
     return {"learned_eta": float(best["step_size"]), "learned_L": int(best["num_steps"]),
+            "step_symbol": step_symbol(reg.result_.idata.posterior.attrs),
             "final_eta": float(tuner.step_size), "final_L": int(tuner.num_steps),
             "bo_steps": len(history)}
 
@@ -166,7 +168,7 @@ def format_summary(s: dict) -> str:
 
         lines.append(f"  GP bandit of {s['sampler']}: {s['bo_steps']} BO steps; "
                      + learned_setting(s["learned_eta"], s["learned_L"],
-                                       {"gibbs_within_hmc": 1}))
+                                       s.get("step_symbol", "η")))
     lines.append(f"  wrote {s['out']}/ (run/idata.nc, summary.json"
                  + "".join(f", {Path(p).name}" for p in s.get("plots", [])) + ")")
     return "\n".join(lines)
