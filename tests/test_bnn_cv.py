@@ -302,6 +302,12 @@ def test_bnn_cli_fit_and_predict(tmp_path, capsys):
     warned = captured.err.splitlines()
     assert warned and all(line.startswith("bomcmc: warning: ") for line in warned)
     assert any("ESS" in line for line in warned) and "SamplingWarning" not in captured.err
+    # issue 31: `bomcmc summary` of the fit's run counts only the draws the fit kept
+    assert main(["summary", str(out / "run"), "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["run"]
+    recorded = bomcmc.load(out / "run").idata.posterior
+    assert run["draws"] == summary["draws_kept"] == recorded.sizes["draw"] - run["burn_in_dropped"]
+    assert run["burn_in_dropped"] == recorded.attrs["burn_in_draws"] > 0
     assert main(args) == 2  # exists: needs --overwrite
     assert "already holds a fit" in capsys.readouterr().err
     new = tmp_path / "new.csv"
@@ -327,12 +333,19 @@ def test_bnn_cli_fit_and_predict(tmp_path, capsys):
     assert "not a finished" in capsys.readouterr().err
 
 
-def test_demo_small_budget_runs_and_learns(tmp_path, capsys):
+def test_demo_small_budget_runs_and_learns(tmp_path, capsys, monkeypatch):
     """`bomcmc demo --budget small --json`: the keys the README promises, a test error near
     the noise floor (0.00438; Neal's HMC reached 0.00554 at 120x this budget), the files."""
+    import matplotlib.pyplot as plt
+    from test_diagnostics_plots import unlabelled_axes
+
     out = tmp_path / "demo"
+    drawn, close = [], plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (drawn.append(fig), close(fig)))
     assert main(["demo", "--budget", "small", "--out", str(out), "--no-progress",
                  "--json"]) == 0
+    monkeypatch.setattr(plt, "close", close)
+    assert len(drawn) == 2 and not any(unlabelled_axes(f) for f in drawn)  # issue 31
     captured = capsys.readouterr()
     s = json.loads(captured.out)
     assert {"test_error", "noise_floor", "n_grad", "wall_s"} <= set(s)
@@ -358,6 +371,21 @@ def test_demo_small_budget_runs_and_learns(tmp_path, capsys):
     ax = seen["fig"].axes[0]
     assert ax.get_title().startswith("learned reward surface | bnn-cv8 | ahmc_cv")
     assert ax.get_xlabel() == "step size η (log scale)"
+    # issue 31, item 5: one sampler name, and one learned setting (the bandit's incumbent)
+    # in the same words in the demo's printout and in `bomcmc summary` of its run
+    from bomcmc.cli.commands import _format_tuning, learned_setting
+    from bomcmc.cli.demo import format_summary
+    from bomcmc.tuning.history import summarize_tuning
+
+    run = bomcmc.load(out / "run").idata
+    assert s["sampler"] == run.posterior.attrs["sampler"] == "ahmc_cv"
+    learned = learned_setting(s["learned_eta"], s["learned_L"], s["step_symbol"])
+    assert learned.startswith("learned setting η = ")
+    printed = format_summary(s)
+    assert learned in printed and printed.count("η = ") == 1 and "ahmc_gibbs" not in printed
+    tuning = summarize_tuning(run)
+    assert learned in _format_tuning(tuning, run.posterior.attrs)
+    assert "GP bandit of ahmc_cv" in _format_tuning(tuning, run.posterior.attrs)
     assert main(["demo", "--budget", "small", "--out", str(out), "--no-progress"]) == 2
     assert "already holds a demo run" in capsys.readouterr().err
 

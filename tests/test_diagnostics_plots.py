@@ -60,6 +60,12 @@ def test_named_scalars_come_first_and_every_axis_is_labelled(tmp_path, figures):
     ax = figures[-1].axes[0]
     assert ax.get_xlabel() and ax.get_ylabel() == "density"
     assert len(ax.get_xticks()) > 1
+    # every Axes of every figure the diagnostics draw (the reward plots: in
+    # test_tuning_ahmc_tuner.py, the demo's: in test_bnn_cv.py)
+    plots.plot_error_curve([1, 10, 100], {"ahmc": [0.3, 0.2, 0.1]}, tmp_path / "c.png",
+                           ylabel="test error", title="t", references={"paper": 0.15})
+    assert len(figures) == 5
+    assert not [unlabelled_axes(fig) for fig in figures if unlabelled_axes(fig)]
 
 
 def test_a_chain_that_never_moved_is_drawn_apart_from_the_divergence_strip(tmp_path,
@@ -89,3 +95,20 @@ def test_plots_draw_only_the_draws_a_run_kept(tmp_path, figures):
     assert traces and {len(ln.get_xdata()) for ln in traces} == {40}
     ticks = [ln for ln in lines if ln.get_label() == "divergent transition"][0]
     assert list(ticks.get_xdata()) == [10]  # draw 30; draw 5 was burn-in
+
+
+def unlabelled_axes(fig) -> list[str]:
+    """The axes of `fig` that show something but lack an x or a y label; a colorbar (its
+    label is the colour scale's) and a grid cell left empty are not axes of data, and an
+    axis shared with a labelled one (a panel above another, sharex) is labelled by it."""
+    def label(ax, which):
+        shared = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
+        return any(getattr(a, f"get_{which}label")() for a in shared.get_siblings(ax))
+
+    missing = []
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.has_data() or hasattr(ax, "_colorbar"):
+            continue
+        if not (label(ax, "x") and label(ax, "y")):
+            missing.append(f"{ax.get_title()!r}: x {ax.get_xlabel()!r}, y {ax.get_ylabel()!r}")
+    return missing

@@ -171,13 +171,12 @@ def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
     s = json.loads(capsys.readouterr().out)
     assert s["tuning"]["bo_steps"] == 48 and s["tuning"]["bo_steps_warmup"] == 40
     assert s["tuning"]["eps_bounds"] == [0.01, 0.3]
-    for name in ("reward_surface.png", "reward_slice.png"):
-        (out / name).unlink()
+    assert not list(out.glob("*.png"))  # plots are opt-in on sample
     assert cli.main(["summary", str(out), "--plots"]) == 0  # the table, the bandit's lines
     text = capsys.readouterr().out
     # 4 chains: 2 groups, each with its own setting, in the 40 burn-in steps
-    assert "GP bandit: 48 BO steps (40 in warm-up; 88 observations" in text
-    assert "final step size" in text
+    assert "GP bandit of ahmc: 48 BO steps (40 in warm-up; 88 observations" in text
+    assert "learned setting ε = " in text and "(the tried setting of highest GP mean" in text
     assert "tuner (ahmc) host time" in text and "% of warm-up + sampling" in text
     for name in ("trace.png", "autocorr.png", "reward_surface.png", "reward_slice.png"):
         assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
@@ -290,14 +289,20 @@ def test_history_is_stored_per_chunk_and_in_the_inference_data(tmp_path):
     assert tuner.gp.n_obs == sum(1 for h in hist if h["epoch"] == 2 and h["reward"] is not None)
 
 
-def test_plots_of_the_reward_surface_and_slice(tmp_path):
+def test_plots_of_the_reward_surface_and_slice(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    from test_diagnostics_plots import unlabelled_axes
+
     from bomcmc.diagnostics import plots
 
     res = bomcmc.sample(posterior="gauss-2d-corr", sampler="ahmc", warmup=300, draws=100,
                         seed=0, mass="identity", eps_bounds=(0.01, 0.3), **FAST)
+    closed, real_close = [], plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (closed.append(fig), real_close(fig)))
     p = plots.plot_reward_surface(res.idata, tmp_path / "s.png")
     q = plots.plot_reward_slice(res, tmp_path / "l.png", steps=20)
     assert p.read_bytes()[:8] == PNG_MAGIC and q.read_bytes()[:8] == PNG_MAGIC
+    assert len(closed) == 2 and not any(unlabelled_axes(f) for f in closed)  # issue 31
     tuner, _ = tuning_from_idata(res.idata)
     plots.plot_reward_slice(tuner.surface(), tmp_path / "t.png")  # a tuner's surface too
     # the plots draw what the run recorded: the surface of the tuner's final GP

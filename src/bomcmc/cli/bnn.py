@@ -38,8 +38,13 @@ def add_parsers(sub, types) -> None:
     bsub = b.add_subparsers(dest="bnn_command", metavar="ACTION",
                             parser_class=types["parser_class"])
     bsub.required = True
-    f = bsub.add_parser("fit", help="fit a network to DATA.csv into DIR")
-    f.add_argument("data", metavar="DATA.csv")
+    f = bsub.add_parser("fit", help="fit a network to DATA.csv into DIR",
+                        description="Fit a Bayesian MLP to DATA.csv by MCMC (Neal's "
+                                    "Gibbs-within-HMC, its step size and trajectory length "
+                                    "tuned by a GP bandit; docs/bnn.md) and write the run "
+                                    "into DIR.")
+    f.add_argument("data", metavar="DATA.csv",
+                   help="the training data: a CSV file with a header row of column names")
     f.add_argument("--target", required=True, metavar="COLS",
                    help="comma-separated output column names")
     f.add_argument("--inputs", default=None, metavar="COLS",
@@ -48,37 +53,54 @@ def add_parsers(sub, types) -> None:
     f.add_argument("--hidden", type=types["positive_int"], nargs="+", default=[16],
                    metavar="H", help="hidden layer sizes (default: 16)")
     f.add_argument("--activation", default="tanh",
-                   choices=("tanh", "sigmoid", "relu", "swish"))
+                   choices=("tanh", "sigmoid", "relu", "swish"),
+                   help="the hidden units' activation (default: %(default)s)")
     f.add_argument("--prior", default=DEFAULT_PRIOR,
                    help=f"FBM net-spec priors (default: '{DEFAULT_PRIOR}')")
     f.add_argument("--noise", default=DEFAULT_NOISE,
                    help=f"FBM noise prior (default: '{DEFAULT_NOISE}')")
-    f.add_argument("--sampler", default="ahmc_cv", choices=SAMPLERS, type=sampler_name)
-    f.add_argument("--folds", type=types["positive_int"], default=8)
-    f.add_argument("--chains", type=types["positive_int"], default=1)
+    f.add_argument("--sampler", default="ahmc_cv", choices=SAMPLERS, type=sampler_name,
+                   help="the network sampler (default: %(default)s; adaptive HMC whose "
+                        "bandit is rewarded by the cross-validation error, docs/bnn.md)")
+    f.add_argument("--folds", type=types["positive_int"], default=8, metavar="K",
+                   help="cross-validation folds of --sampler ahmc_cv: K networks, each fitted "
+                        "to the cases outside its fold (default: %(default)s)")
+    f.add_argument("--chains", type=types["positive_int"], default=1, metavar="C",
+                   help="independent chains, run side by side (default: %(default)s)")
     f.add_argument("--super-transitions", type=types["positive_int"], default=100,
-                   metavar="S", help="super-transitions (default 100)")
+                   metavar="S", help="super-transitions: the bandit's steps, each --budget "
+                                     "leapfrog steps at one (η, L) (default: %(default)s)")
     f.add_argument("--budget", type=types["positive_int"], default=4000, metavar="B",
-                   help="leapfrog steps per super-transition (default 4000)")
+                   help="leapfrog steps per super-transition (default: %(default)s)")
     f.add_argument("--burn-in", type=types["probability"], default=0.25, metavar="F",
-                   help="fraction of the budget whose draws are discarded (default 0.25)")
+                   help="fraction of the budget whose draws are discarded (default: "
+                        "%(default)s)")
     f.add_argument("--eps-bounds", type=types["positive_float"], nargs=2, default=(0.01, 1.01),
-                   metavar=("A", "B"), help="box for η (ahmc samplers)")
+                   metavar=("A", "B"), help="the bandit's box for the step size factor η "
+                                            "(ahmc samplers; default: 0.01 1.01)")
     f.add_argument("--steps-bounds", type=types["positive_int"], nargs=2, default=(20, 500),
-                   metavar=("A", "B"), help="box for L (ahmc samplers)")
+                   metavar=("A", "B"), help="the bandit's box for the leapfrog steps L "
+                                            "(ahmc samplers; default: 20 500)")
     f.add_argument("--step-size", type=types["positive_float"], default=0.1,
-                   help="η for --sampler neal_gibbs")
+                   metavar="X", help="η for --sampler neal_gibbs (default: %(default)s)")
     f.add_argument("--steps", type=types["positive_int"], default=100,
-                   help="L for --sampler neal_gibbs")
-    f.add_argument("--pretrain-steps", type=types["nonneg_int"], default=2000)
-    f.add_argument("--seed", type=types["nonneg_int"], default=0)
-    f.add_argument("--overwrite", action="store_true")
-    f.add_argument("--no-progress", action="store_true")
+                   metavar="N", help="L for --sampler neal_gibbs (default: %(default)s)")
+    f.add_argument("--pretrain-steps", type=types["nonneg_int"], default=2000, metavar="N",
+                   help="Adam steps to a start near the posterior's mode, the sigmas fixed "
+                        "(0: none; default: %(default)s)")
+    f.add_argument("--seed", type=types["nonneg_int"], default=0,
+                   help="the run's seed: a fit is reproducible given it (default: "
+                        "%(default)s)")
+    f.add_argument("--overwrite", action="store_true", help="replace a fit already in DIR")
+    f.add_argument("--no-progress", action="store_true", help="no progress bar")
     f.add_argument("--json", action="store_true", help="print the fit's summary as JSON")
 
-    p = bsub.add_parser("predict", help="predict NEW.csv with the fit in DIR")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("data", metavar="NEW.csv")
+    p = bsub.add_parser("predict", help="predict NEW.csv with the fit in DIR",
+                        description="Print (or write) the posterior predictive mean and sd "
+                                    "of every target column for each row of NEW.csv.")
+    p.add_argument("dir", metavar="DIR", help="the directory of a `bomcmc bnn fit`")
+    p.add_argument("data", metavar="NEW.csv",
+                   help="the inputs: a CSV file whose header names the fit's input columns")
     p.add_argument("--out", default=None, metavar="PRED.csv",
                    help="write the predictions here (default: standard output)")
     p.add_argument("--include-noise", action="store_true",
@@ -89,14 +111,16 @@ def add_parsers(sub, types) -> None:
                                    "HMC with an 8-fold cross-validation reward and report the "
                                    "test error (Wang 2012, Table 4.1).")
     d.add_argument("--budget", default="default", choices=tuple(BUDGETS),
-                   help="small (a smoke test, 20 x 2000 steps), default (100 x 12000) or "
-                        "paper (200 x 24000)")
+                   help="super-transitions x leapfrog steps each: "
+                        + ", ".join(f"{k} {n} x {m}" for k, (n, m, _, _) in BUDGETS.items())
+                        + " (Wang 2012 §4.1); small is a smoke test (default: %(default)s)")
     d.add_argument("--out", default="bomcmc-demo", metavar="DIR",
                    help="directory for the run, the plots and summary.json (default: "
                         "bomcmc-demo)")
-    d.add_argument("--seed", type=types["nonneg_int"], default=0, help="the run's seed")
+    d.add_argument("--seed", type=types["nonneg_int"], default=0,
+                   help="the run's seed (default: %(default)s)")
     d.add_argument("--sampler", default="ahmc_cv", choices=SAMPLERS, type=sampler_name,
-                   help="the network sampler (default: ahmc_cv, adaptive HMC with the "
+                   help="the network sampler (default: %(default)s; adaptive HMC with the "
                         "cross-validation reward)")
     d.add_argument("--overwrite", action="store_true", help="replace an existing DIR")
     d.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import sys
+import time
 from pathlib import Path
 
 from .flags import given_options
@@ -14,6 +15,11 @@ from .flags import given_options
 def sample_kwargs(args: argparse.Namespace) -> dict:
     """The keyword arguments of `bomcmc.sample` for a parsed `sample` command (`--model`
     FILE.py:NAME is loaded here, in 64-bit floats first with `--float64`)."""
+    if args.init_strategy == "uniform" and args.init_jitter:
+        from ..errors import BomcmcError
+
+        raise BomcmcError("--init-jitter jitters the initial point of --init-strategy init; "
+                          "--init-strategy uniform draws dispersed starts without it")
     posterior = args.posterior
     if getattr(args, "model", None) is not None:
         from ..config import set_float64
@@ -26,7 +32,8 @@ def sample_kwargs(args: argparse.Namespace) -> dict:
         posterior=posterior, sampler=args.sampler, chains=args.chains, draws=args.draws,
         warmup=args.warmup, seed=args.seed, out=args.out, thin=args.thin,
         chunk_size=args.chunk_size, progress=False if args.no_progress else None, float64=args.float64,
-        init_jitter=args.init_jitter, overwrite=args.overwrite, save_warmup=args.save_warmup,
+        init_jitter=args.init_jitter, init_strategy=args.init_strategy,
+        overwrite=args.overwrite, save_warmup=args.save_warmup,
     )
     if args.adapt is not None:
         kw["adapt"] = None if args.adapt == "none" else args.adapt
@@ -49,11 +56,13 @@ def _summarize(result) -> dict:
     return summarize(result.idata, result.totals)
 
 
-def _report(result, run_dir: Path, args, summary: dict | None = None) -> None:
+def _report(result, run_dir: Path, args, summary: dict | None = None,
+            started: float | None = None) -> None:
     """Print the summary (table or JSON) of the variables `args.var` names (all by default),
-    each warning of the run on stderr as one line `bomcmc: warning: <message>`, and with
+    each warning of the run on stderr as one line `bomcmc: warning: <message>`, with
     `args.plots` write the plots into the run directory (a plot that cannot be written is a
-    warning, not a failure: the numbers are out already)."""
+    warning, not a failure: the numbers are out already), and last the total wall time
+    (`_total_time`; `started`: when this command began, for `sample` and `resume`)."""
     as_json = args.json
     var_names = _check_vars(result.idata, getattr(args, "var", None))
     import warnings
@@ -77,15 +86,34 @@ def _report(result, run_dir: Path, args, summary: dict | None = None) -> None:
         else:
             print(format_table(summary))
             if tuning is not None:
-                print(_format_tuning(tuning))
+                print(_format_tuning(tuning, result.idata.posterior.attrs))
             elif spin_plots.im_state(result.idata) is not None:
                 print(spin_plots.describe_im_tuning(spin_plots.im_state(result.idata)))
         sys.stdout.flush()
         for msg in summary.get("warnings") or []:
             print(f"bomcmc: warning: {msg}", file=sys.stderr)
         sys.stderr.flush()
-        if getattr(args, "plots", True):
+        t_plots = time.perf_counter()
+        if getattr(args, "plots", False):
             _write_plots(result.idata, run_dir, tuning is not None, var_names)
+        if not as_json:
+            print(_total_time(summary["run"], started, time.perf_counter() - t_plots
+                              if getattr(args, "plots", False) else None))
+
+
+def _total_time(run: dict, started: float | None, plots_s: float | None) -> str:
+    """The line of total times: the run's own (`wall_s_total`: start-up of the sampler,
+    compilation, warm-up, sampling and writing; the table's wall= is warm-up + sampling),
+    this command's from `started` (time.perf_counter()) where given, and the plots'."""
+    parts = []
+    if run.get("wall_s_total") is not None:
+        parts.append(f"the run {run['wall_s_total']:.1f} s in all (compile, warm-up, sampling, "
+                     "writing)")
+    if plots_s is not None:
+        parts.append(f"plots {plots_s:.1f} s")
+    if started is not None:
+        parts.append(f"this command {time.perf_counter() - started:.1f} s")
+    return "total wall time: " + ("; ".join(parts) if parts else "not recorded")
 
 
 def _check_vars(idata, names):
@@ -136,22 +164,40 @@ def _clean_json(obj):
     return clean_json(obj)
 
 
-def _format_tuning(t: dict) -> str:
-    """Two lines on the bandit of an adaptive run (the `tuning` group)."""
-    best = t.get("best") or {}
+def _format_tuning(t: dict, attrs) -> str:
+    """Two lines on the bandit of an adaptive run (the `tuning` group), the second the
+    setting it learned: the tried setting of highest GP mean reward (the incumbent, which
+    sampling starts from), named as `bomcmc demo` names it (`learned_setting`)."""
+    best = t.get("best")
     lines = [
-        f"GP bandit: {t['bo_steps']} BO steps ({t['bo_steps_warmup']} in warm-up"
+        f"GP bandit of {attrs.get('sampler', 'the sampler')}: {t['bo_steps']} BO steps "
+        f"({t['bo_steps_warmup']} in warm-up"
         + (f"; {t['observations']} observations, a batch per burn-in step"
            if t.get("observations", t["bo_steps"]) > t["bo_steps"] else "") + "), "
         f"{t['proposals']} proposals, {t['distinct_settings']} settings tried"
         + (f", {t['gp_resets']} GP resets (metric updates)" if "gp_resets" in t else ""),
-        f"final step size {t['final']['step_size']:.4g}, L {t['final']['num_steps']}"
-        + (f"; incumbent step size {best['step_size']:.4g}, L {best['num_steps']}"
-           if best else "")
-        + f"; box eps [{t['eps_bounds'][0]:.3g}, {t['eps_bounds'][1]:.3g}] x "
-          f"L [{t['steps_bounds'][0]:g}, {t['steps_bounds'][1]:g}]",
+        (learned_setting(best["step_size"], best["num_steps"], step_symbol(attrs)) if best else
+         f"no setting learned (no reward observed); last proposal "
+         f"{step_symbol(attrs)} = {t['final']['step_size']:.4g}, L = {t['final']['num_steps']}")
+        + f"; box {step_symbol(attrs)} [{t['eps_bounds'][0]:.3g}, {t['eps_bounds'][1]:.3g}] "
+          f"x L [{t['steps_bounds'][0]:g}, {t['steps_bounds'][1]:g}]",
     ]
     return "\n".join(lines)
+
+
+def step_symbol(attrs) -> str:
+    """η for Neal's Gibbs-within-HMC network samplers, whose step is a factor on per-group
+    step sizes (Neal 1996); ε otherwise (as the plots name it)."""
+    from ..diagnostics.plots import _step_symbol
+
+    return _step_symbol(attrs)
+
+
+def learned_setting(step_size: float, num_steps: int, symbol: str) -> str:
+    """The words that name what a bandit learned, in `summary` and `demo` alike (`symbol`:
+    the step size's, `step_symbol`)."""
+    return (f"learned setting {symbol} = {step_size:.4g}, L = {int(num_steps)} "
+            "(the tried setting of highest GP mean reward)")
 
 
 def _check_run_dir(path) -> dict:
@@ -206,6 +252,7 @@ def warnings_as_lines():
 
 
 def cmd_sample(args) -> int:
+    started = time.perf_counter()
     from .processes import join_or_launch
 
     launched = join_or_launch(args, chains=None if args.shard_data else args.chains,
@@ -222,11 +269,12 @@ def cmd_sample(args) -> int:
         result = bomcmc.sample(**sample_kwargs(args), chain_block=args.chain_block,
                                shard_data=args.shard_data)
     if result.idata is not None:  # process 0 of a run over several processes reports
-        _report(result, Path(result.path or out), args)
+        _report(result, Path(result.path or out), args, started=started)
     return 0
 
 
 def cmd_resume(args) -> int:
+    started = time.perf_counter()
     from .processes import join_or_launch
 
     _check_run_dir(args.dir)
@@ -239,7 +287,7 @@ def cmd_resume(args) -> int:
     with _no_python_warnings():
         result = bomcmc.resume(args.dir, progress=False if args.no_progress else None)
     if result.idata is not None:
-        _report(result, Path(result.path or args.dir), args)
+        _report(result, Path(result.path or args.dir), args, started=started)
     return 0
 
 

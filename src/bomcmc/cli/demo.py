@@ -100,9 +100,11 @@ def run_demo(budget: str = "default", out: str | os.PathLike = "bomcmc-demo", se
 
 def _final_tuning(reg) -> dict:
     """What the bandit learned: the incumbent, the tried (η, L) of highest GP mean reward
-    (what `bomcmc summary` reports), and the setting the last super-transition left for the
-    next one (an exploration, possibly), with the number of BO steps."""
+    (what the printout and `bomcmc summary` report as the learned setting), and, in
+    summary.json only, the bandit's last proposal (final_eta, final_L: the setting a next
+    super-transition would run, an exploration possibly), with the number of BO steps."""
     from ..tuning.history import tuning_from_idata
+    from .commands import step_symbol
 
     found = tuning_from_idata(reg.result_.idata)
     if found is None:
@@ -110,6 +112,7 @@ def _final_tuning(reg) -> dict:
     tuner, history = found
     best = tuner.best()
     return {"learned_eta": float(best["step_size"]), "learned_L": int(best["num_steps"]),
+            "step_symbol": step_symbol(reg.result_.idata.posterior.attrs),
             "final_eta": float(tuner.step_size), "final_L": int(tuner.num_steps),
             "bo_steps": len(history)}
 
@@ -134,7 +137,7 @@ def _plots(reg, out: Path, Xt, yt, mean, std) -> list[str]:
                            label="± 2 × noise sd (0.05)" if sign > 0 else None)
             ax.axhline(0.0, color="black", lw=0.8)
             ax.set_xlabel(f"test target y{j + 1}")
-            ax.set_ylabel("residual of the predictive mean" if j == 0 else "")
+            ax.set_ylabel(f"residual of y{j + 1}'s predictive mean")
             ax.legend(fontsize=8, loc="lower right")
         fig.suptitle(f"robot arm, rows 401–600: residuals of the posterior predictive mean "
                      f"(test error {float(np.mean(np.sum((mean - yt) ** 2, axis=1))):.5f})",
@@ -161,9 +164,11 @@ def format_summary(s: dict) -> str:
         f"({s['divergences_kept'] / max(s['draws_kept'], 1):.1%})",
     ]
     if "learned_eta" in s:
-        lines.append(f"  bandit: {s['bo_steps']} BO steps; learned η = {s['learned_eta']:.4g}, "
-                     f"L = {s['learned_L']} (the tried setting of highest mean reward); the "
-                     f"last step left η = {s['final_eta']:.4g}, L = {s['final_L']}")
+        from .commands import learned_setting
+
+        lines.append(f"  GP bandit of {s['sampler']}: {s['bo_steps']} BO steps; "
+                     + learned_setting(s["learned_eta"], s["learned_L"],
+                                       s.get("step_symbol", "η")))
     lines.append(f"  wrote {s['out']}/ (run/idata.nc, summary.json"
                  + "".join(f", {Path(p).name}" for p in s.get("plots", [])) + ")")
     return "\n".join(lines)

@@ -4,13 +4,14 @@
     bomcmc sample --posterior NAME | --model FILE.py:NAME [--sampler NAME] --out DIR
                   [--chains C] [--draws N] [--warmup W] [--seed S] [--thin K]
                   [--chunk-size K] [--float64] [--overwrite] [--save-warmup]
-                  [--init-jitter X] [--adapt window|dual_averaging|none]
-                  [--no-progress] [--json] [--plots | --no-plots] [--var NAME]
+                  [--init-strategy uniform|init] [--init-jitter X]
+                  [--adapt window|dual_averaging|none]
+                  [--no-progress] [--json] [--plots] [--var NAME]
                   [sampler options: --step-size X, --steps N, --target-accept P,
                    --eps-bounds LO HI, ... one flag per option of any sampler's schema
                    (bomcmc.schemas; cli/flags.py), listed by `bomcmc sample --help`]
-    bomcmc resume DIR [--no-progress] [--json]
-    bomcmc summary DIR [--json]
+    bomcmc resume DIR [--no-progress] [--json] [--plots]
+    bomcmc summary DIR [--json] [--plots] [--var NAME]
     bomcmc bnn fit DATA.csv --target COLS --out DIR [...]   (cli/bnn.py)
     bomcmc bnn predict DIR NEW.csv [--out PRED.csv]
     bomcmc demo [--budget small|default|paper] [--out DIR] [--json]
@@ -34,6 +35,12 @@ from .flags import add_sampler_flags
 
 PROG = "bomcmc"
 DEFAULT_SAMPLER = "ahmc"  # bomcmc.registry.DEFAULT (tests/test_cli.py holds them equal)
+INIT_STRATEGIES = ("uniform", "init")  # bomcmc.posterior.INIT_STRATEGIES (test_cli_help.py)
+# What the driver does without --chunk-size (driver/api.py: chunk_seconds=1.0 and a buffer of
+# host_loop.default_buffer rows; tests/test_cli_help.py runs it and reads config.json)
+CHUNK_DEFAULT = ("a bandit's BO step per chunk, else chunks of about 1 s, each at most "
+                 "max(draws, warmup) draws, up to 2000, fewer for a large model: the bound "
+                 "config.json records as chunk_size")
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPT = 130
@@ -114,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("posteriors", help="list the built-in posteriors",
                    description="List the built-in posteriors with a one-line description.")
 
-    s = sub.add_parser("sample", help="sample a built-in posterior into a run directory",
+    s = sub.add_parser("sample", help="sample a built-in posterior (--posterior NAME) or your "
+                                      "model (--model FILE.py:NAME) into a run directory",
                        description="Sample a built-in posterior (--posterior) or your own "
                                    "model (--model); every finished chunk lands in "
                                    "--out DIR, so an interrupted run continues with "
@@ -128,29 +136,39 @@ def build_parser() -> argparse.ArgumentParser:
                            "bomcmc.Posterior, a pymc.Model, or a JAX log density with its "
                            "initial position in NAME_init; `resume` loads it again")
     s.add_argument("--sampler", default=DEFAULT_SAMPLER, metavar="NAME",
-                   help=f"{', '.join(schemas.SAMPLERS)} (default: {DEFAULT_SAMPLER}, the "
-                        "self-tuning sampler; docs/defaults.md); rmhmc and armhmc sample "
+                   help=f"{', '.join(schemas.SAMPLERS)} (default: {DEFAULT_SAMPLER}; the "
+                        "self-tuning sampler, docs/defaults.md); rmhmc and armhmc sample "
                         "posteriors with a metric (logistic-*, lgcp-*, sv-*), the im* samplers "
                         "and kawasaki spin posteriors")
     s.add_argument("--out", required=True, metavar="DIR", help="run directory (required)")
-    s.add_argument("--chains", type=positive_int, default=4, help="chains (default: 4)")
-    s.add_argument("--draws", type=positive_int, default=1000,
+    s.add_argument("--chains", type=positive_int, default=4, metavar="C",
+                   help="chains (default: 4)")
+    s.add_argument("--draws", type=positive_int, default=1000, metavar="N",
                    help="draws per chain kept after warm-up (default: 1000)")
-    s.add_argument("--warmup", type=nonneg_int, default=1000,
+    s.add_argument("--warmup", type=nonneg_int, default=1000, metavar="W",
                    help="warm-up transitions per chain (default: 1000)")
-    s.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default: 0)")
-    s.add_argument("--thin", type=positive_int, default=1,
+    s.add_argument("--seed", type=nonneg_int, default=0, metavar="S",
+                   help="random seed (default: 0)")
+    s.add_argument("--thin", type=positive_int, default=1, metavar="K",
                    help="keep every K-th transition (default: 1)")
     s.add_argument("--chunk-size", type=positive_int, default=None, metavar="K",
-                   help="draws per compiled chunk written to disk (default: min(100, draws))")
+                   help="at most K draws per compiled chunk, each chunk written to disk "
+                        f"when it ends; no draw depends on it (default: {CHUNK_DEFAULT})")
     s.add_argument("--float64", action="store_true", help="sample in 64-bit floats")
     s.add_argument("--overwrite", action="store_true",
                    help="replace the contents of a non-empty --out directory")
     s.add_argument("--save-warmup", action="store_true",
                    help="keep the warm-up draws (InferenceData groups warmup_posterior and "
                         "warmup_sample_stats)")
+    s.add_argument("--init-strategy", default=None, choices=INIT_STRATEGIES,
+                   help="where the chains start: 'uniform', dispersed points (a built-in "
+                        "posterior's own initializer, else uniform(-2, 2) on every "
+                        "coordinate, as Stan and NumPyro start), or 'init', every chain at "
+                        "the model's initial point, jittered by --init-jitter (default: "
+                        "uniform; init when --init-jitter is given)")
     s.add_argument("--init-jitter", type=nonneg_float, default=0.0, metavar="X",
-                   help="scale of the random jitter of each chain's start (default: 0)")
+                   help="with --init-strategy init: each chain starts at the initial point "
+                        "plus uniform(-X, X) on every coordinate (default: 0)")
     add_sampler_flags(s)
     s.add_argument("--adapt", default=None, choices=("window", "dual_averaging", "none"),
                    help="warm-up adaptation: 'window' (Stan's; the default for nuts and "
@@ -171,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "for a tuned run reward_surface.png and reward_slice.png.")
     m.add_argument("dir", metavar="DIR", help="run directory")
     m.add_argument("--json", action="store_true", help="print the summary as JSON")
-    _view_flags(m, plots=False)
+    _view_flags(m)
 
     from . import bnn as cli_bnn
 
@@ -185,7 +203,7 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true",
                    help="print the summary as JSON instead of the table")
-    _view_flags(p, plots=True)
+    _view_flags(p)
 
 
 def _process_flags(p: argparse.ArgumentParser, sample: bool) -> None:
@@ -212,10 +230,14 @@ def _process_flags(p: argparse.ArgumentParser, sample: bool) -> None:
                             "(the logistic regressions declare their data)")
 
 
-def _view_flags(p: argparse.ArgumentParser, plots: bool) -> None:
-    p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=plots,
-                   help="write the diagnostic plots into the run directory (default: "
-                        f"{'yes' if plots else 'no'})")
+def _view_flags(p: argparse.ArgumentParser) -> None:
+    # Plots are opt-in: on a small run they took about half as long again as the run itself
+    # (README, "Plots"); `bomcmc summary DIR --plots` draws them from a finished run.
+    p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=False,
+                   help="write the diagnostic plots (trace.png, autocorr.png, rank.png, "
+                        "energy.png for HMC-type samplers, a tuned run's reward plots) into "
+                        "the run directory (default: no; `bomcmc summary DIR --plots` draws "
+                        "them later)")
     p.add_argument("--var", action="append", default=None, metavar="NAME",
                    help="only this variable in the table and the plots (repeatable)")
 
