@@ -66,3 +66,18 @@ def test_bad_targets_are_one_line(kw, match):
     with pytest.raises(bomcmc.BomcmcError, match=match) as e:
         bomcmc.sample(logdensity, {"x": np.zeros(3)}, draws=100, **kw, **RUN)
     assert "\n" not in str(e.value)
+
+
+def test_the_command_line_runs_until_precise(tmp_path, monkeypatch):
+    import json
+
+    from bomcmc.cli.main import main
+
+    monkeypatch.setenv("BOMCMC_NO_CACHE", "1")  # leave this process's JAX config alone
+    out = tmp_path / "run"
+    assert main(["sample", "--posterior", "gauss-2d-corr", "--sampler", "nuts", "--warmup",
+                 "200", "--draws", "4000", "--chunk-size", "100",
+                 "--until-mcse", "0.1", "--out", str(out), "--no-progress"]) == 0
+    until = json.loads((out / "run.json").read_text())["until"]
+    assert until["until_ess"] == 100 and until["reached"]
+    assert until["draws"] < 4000 and until["ess_bulk"] >= 100

@@ -92,6 +92,9 @@ def add_parsers(sub, types) -> None:
                    help="the run's seed: a fit is reproducible given it (default: "
                         "%(default)s)")
     f.add_argument("--overwrite", action="store_true", help="replace a fit already in DIR")
+    f.add_argument("--shard-data", action="store_true",
+                   help="split the training cases over this machine's devices (several "
+                        "GPUs), each summing its cases' likelihood")
     f.add_argument("--no-progress", action="store_true", help="no progress bar")
     f.add_argument("--json", action="store_true", help="print the fit's summary as JSON")
 
@@ -176,7 +179,8 @@ def _fit(args) -> int:
         super_transitions=args.super_transitions, budget=args.budget, burn_in=args.burn_in,
         eps_bounds=tuple(args.eps_bounds), steps_bounds=tuple(args.steps_bounds),
         step_size=args.step_size, steps=args.steps, pretrain_steps=args.pretrain_steps,
-        seed=args.seed, out=out, progress=False if args.no_progress else None, overwrite=True)
+        seed=args.seed, out=out, progress=False if args.no_progress else None, overwrite=True,
+        shard_data=args.shard_data)
     (out / "bnn.json").unlink(missing_ok=True)
     reg.fit(X, y)
     (out / "columns.json").write_text(json.dumps({"inputs": inputs, "target": target}))

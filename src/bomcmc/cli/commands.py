@@ -33,7 +33,8 @@ def sample_kwargs(args: argparse.Namespace) -> dict:
         warmup=args.warmup, seed=args.seed, out=args.out, thin=args.thin,
         chunk_size=args.chunk_size, progress=False if args.no_progress else None, float64=args.float64,
         init_jitter=args.init_jitter, init_strategy=args.init_strategy,
-        overwrite=args.overwrite, save_warmup=args.save_warmup,
+        overwrite=args.overwrite, save_warmup=args.save_warmup, until_ess=args.until_ess,
+        until_mcse=args.until_mcse, until_seconds=args.until_seconds,
     )
     if args.adapt is not None:
         kw["adapt"] = None if args.adapt == "none" else args.adapt

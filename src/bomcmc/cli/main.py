@@ -149,6 +149,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="warm-up transitions per chain (default: 1000)")
     s.add_argument("--seed", type=nonneg_int, default=0, metavar="S",
                    help="random seed (default: 0)")
+    u = s.add_mutually_exclusive_group()
+    u.add_argument("--until-ess", type=positive_float, default=None, metavar="E",
+                   help="run until precise: sample until every coordinate's bulk and tail "
+                        "ESS reach E and R-hat <= 1.01, --draws being the cap (default: "
+                        "run all --draws)")
+    u.add_argument("--until-mcse", type=probability, default=None, metavar="R",
+                   help="run until every mean's MCSE is at most R posterior sds (the same "
+                        "rule with E = 1/R^2)")
+    s.add_argument("--until-seconds", type=positive_float, default=None, metavar="T",
+                   help="with --until-ess or --until-mcse: stop after T seconds of "
+                        "sampling at the latest")
     s.add_argument("--thin", type=positive_int, default=1, metavar="K",
                    help="keep every K-th transition (default: 1)")
     s.add_argument("--chunk-size", type=positive_int, default=None, metavar="K",

@@ -40,8 +40,9 @@ class Precision(NamedTuple):
 
 
 def ess_for_mcse(fraction: float) -> float:
-    """The ESS at which a mean's MCSE is `fraction` of its posterior sd: 1 / fraction²."""
-    return 1.0 / float(fraction) ** 2
+    """The ESS at which a mean's MCSE is `fraction` of its posterior sd: 1 / fraction²
+    (to 12 significant digits, so that 0.1 asks for 100, not 99.99999999999999)."""
+    return float(f"{1.0 / float(fraction) ** 2:.12g}")
 
 
 def precision(positions: np.ndarray) -> Precision:
