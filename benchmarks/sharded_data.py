@@ -4,7 +4,9 @@ distribution: means within 4 Monte-Carlo standard errors, standard deviations wi
     python benchmarks/sharded_data.py [--out benchmarks/results/sharded_data.json]
 
 Two posteriors: logistic-german through the command line (`bomcmc sample --processes 2
---shard-data` against the plain command, `ahmc`, 4 chains, 1000 + 1000, float64), and a
+--shard-data` against the plain command, `ahmc`, 4 chains, 1000 + 1000, float64; with another
+seed, for a comparison in distribution, and with the same seed, whose chains follow the
+one-process chains to rounding), and a
 network through the estimator (`BayesianMLPRegressor(shard_data=True)` on the robot arm's 200
 training cases, every process calling `fit`, against the one-process fit), judged on its
 predictions at the training inputs (the weights are not identified). The draws cannot agree
@@ -65,16 +67,24 @@ def glm(tmp: Path) -> dict:
             "--chains", "4", "--draws", "1000", "--warmup", "1000", "--seed", "0",
             "--float64", "--no-progress", "--no-plots", "--json", "--overwrite"]
     walls = {}
-    for name, extra in (("one", []), ("sharded", ["--processes", "2", "--shard-data"])):
+    sharded = ["--processes", "2", "--shard-data"]
+    for name, extra in (("one", []), ("sharded", sharded),
+                        ("sharded_seed1", sharded + ["--seed", "1"])):
         t0 = time.perf_counter()
         done = subprocess.run(base + ["--out", str(tmp / name)] + extra, capture_output=True,
                               text=True)
         walls[name] = time.perf_counter() - t0
         if done.returncode:
             raise SystemExit(done.stderr)
-    a, b = (bomcmc.load(tmp / n).idata.posterior["beta"].values for n in ("one", "sharded"))
+    a, b, c = (bomcmc.load(tmp / n).idata.posterior["beta"].values
+               for n in ("one", "sharded", "sharded_seed1"))
+    names = [f"beta[{i}]" for i in range(a.shape[-1])]
     return {"posterior": "logistic-german", "sampler": "ahmc", "chains": 4, "draws": 1000,
-            "warmup": 1000, **compare(a, b, [f"beta[{i}]" for i in range(a.shape[-1])]),
+            "warmup": 1000,
+            # another seed: the sharded run against the one-process run in distribution
+            "other_seed": compare(a, c, names),
+            # the same seed: how far the sharded chains drift from the one-process chains
+            "same_seed_max_abs_difference": float(np.max(np.abs(a - b))),
             "wall_s": walls}
 
 
