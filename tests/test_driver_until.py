@@ -78,6 +78,12 @@ def test_the_command_line_runs_until_precise(tmp_path, monkeypatch):
     assert main(["sample", "--posterior", "gauss-2d-corr", "--sampler", "nuts", "--warmup",
                  "200", "--draws", "4000", "--chunk-size", "100",
                  "--until-mcse", "0.1", "--out", str(out), "--no-progress"]) == 0
-    until = json.loads((out / "run.json").read_text())["until"]
+    run = json.loads((out / "run.json").read_text())
+    until = run["until"]
     assert until["until_ess"] == 100 and until["reached"]
     assert until["draws"] < 4000 and until["ess_bulk"] >= 100
+    # run.json accounts for the whole command, phase by phase
+    phases = ["prepare_s", "compile_s", "wall_s_warmup", "wall_s", "assemble_s", "write_s"]
+    assert all(run[k] >= 0 for k in phases + ["startup_s", "report_s"])
+    assert sum(run[k] for k in phases) <= run["wall_s_total"] * 1.01
+    assert run["wall_s_total"] - sum(run[k] for k in phases) < 0.5 * run["wall_s_total"]

@@ -266,12 +266,30 @@ def cmd_sample(args) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise bomcmc.BomcmcError(f"{out}: exists and is not a directory")
+    kwargs = sample_kwargs(args)
+    t_call = time.perf_counter()
     with _no_python_warnings():  # _report prints them, one line each
-        result = bomcmc.sample(**sample_kwargs(args), chain_block=args.chain_block,
+        result = bomcmc.sample(**kwargs, chain_block=args.chain_block,
                                shard_data=args.shard_data)
     if result.idata is not None:  # process 0 of a run over several processes reports
         _report(result, Path(result.path or out), args, started=started)
+        _record_command_times(result, t_call)
     return 0
+
+
+def _record_command_times(result, t_call: float) -> None:
+    """Add to run.json the command's seconds outside the sampler's call: before it (imports,
+    JAX's start, the arguments, a model file) and after it (the summary, the warnings, plots
+    when asked), so that run.json accounts for the whole command."""
+    from ..store import DiskStore
+    from .main import STARTED
+
+    if result.path is None:
+        return
+    totals = dict(result.totals)
+    totals["startup_s"] = t_call - STARTED
+    totals["report_s"] = time.perf_counter() - t_call - totals["wall_s_total"]
+    DiskStore(result.path).write_run(totals)
 
 
 def cmd_resume(args) -> int:
@@ -285,10 +303,12 @@ def cmd_resume(args) -> int:
     import bomcmc
 
     bomcmc.enable_compilation_cache()
+    t_call = time.perf_counter()
     with _no_python_warnings():
         result = bomcmc.resume(args.dir, progress=False if args.no_progress else None)
     if result.idata is not None:
         _report(result, Path(result.path or args.dir), args, started=started)
+        _record_command_times(result, t_call)
     return 0
 
 

@@ -23,11 +23,15 @@ error, 130 for Ctrl-C); set BOMCMC_DEBUG=1 to see the traceback of an internal e
 
 from __future__ import annotations
 
-import argparse
-import math
-import os
-import sys
-from pathlib import Path
+import time
+
+STARTED = time.perf_counter()  # the command's start (Python's own start-up before it aside)
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from .. import schemas
 from . import commands

@@ -118,7 +118,7 @@ def _restore(run: Run, last: ChunkRecord, template, adapt_template):
     return states, adapt_state
 
 
-def _finish(run: Run, store, wall_total: float) -> SampleResult:
+def _finish(run: Run, store, t_start: float, t_loop: float) -> SampleResult:
     """The assembled run, written to a run directory if any; each problem its diagnostics
     show (`diagnostics.check_run`) is warned as a `SamplingWarning` at the caller of `sample`
     or `resume`.
@@ -131,10 +131,21 @@ def _finish(run: Run, store, wall_total: float) -> SampleResult:
     if not (run.process.is_main or run.spec.shard_data):
         distributed.barrier("bomcmc: run assembled")
         return SampleResult(idata=None, totals={}, path=store.path)
-    idata, totals = assemble(run, store, wall_total)
+    t_assemble = time.perf_counter()
+    idata, totals = assemble(run, store, t_assemble - t_start)
+    # the call's seconds by phase beside the chunks' own (compile_s, wall_s_warmup, wall_s,
+    # tuner_s): before the loop less the compilation (checks, starting points, the JAX
+    # backend's start), the InferenceData's assembly and writing it
+    totals["prepare_s"] = t_loop - t_start - run.compile_s
+    totals["assemble_s"] = time.perf_counter() - t_assemble
     if isinstance(store, DiskStore) and run.process.is_main:
+        t_write = time.perf_counter()
         store.write_idata(idata)
+        totals["write_s"] = time.perf_counter() - t_write
+        totals["wall_s_total"] = time.perf_counter() - t_start
         store.write_run(totals)
+    else:
+        totals["wall_s_total"] = time.perf_counter() - t_start
     distributed.barrier("bomcmc: run assembled")
     for msg in check_run(idata, totals):
         # stacklevel 4: _finish <- sample/resume <- the face (bomcmc.public) <- the caller
@@ -229,8 +240,9 @@ def sample(
                                                          fresh=True, progress=progress)
     if isinstance(store, DiskStore):
         distributed.on_main(lambda: store.create(spec.to_json(), overwrite=overwrite))
+    t_loop = time.perf_counter()
     execute(run, states, adapt_state, next_iter, index, progress)
-    return _finish(run, store, time.perf_counter() - t_start)
+    return _finish(run, store, t_start, t_loop)
 
 
 def _chain_block(chain_block: int | None, chains: int) -> int | None:
@@ -289,8 +301,9 @@ def resume(
     progress = show_progress(progress) and distributed.group().is_main
     run, states, adapt_state, next_iter, index = prepare(spec, posterior, store, tuner, smp,
                                                          fresh=False, progress=progress)
+    t_loop = time.perf_counter()
     execute(run, states, adapt_state, next_iter, index, progress)
-    return _finish(run, store, time.perf_counter() - t_start)
+    return _finish(run, store, t_start, t_loop)
 
 
 def load(out: str | os.PathLike) -> SampleResult:
