@@ -163,7 +163,9 @@ def trajectory(point: Point, momentum, logdensity_fn, metric_fn, step_size, n_st
 def rmhmc_kernel(metric_fn: Callable, name: str = "rmhmc", tol: float = FIXED_POINT_TOL,
                  max_energy_error: float = hmc.MAX_ENERGY_ERROR) -> Kernel:
     """The RMHMC `Kernel` for a metric `metric_fn(θ) -> (D, D)` symmetric positive definite.
-    Knobs: step_size (0.1), steps (10), random_steps (True), fixed_point_steps (6)."""
+    Knobs: step_size (0.1), steps (10), random_steps (True), fixed_point_steps (6). Its step
+    takes `support=`, a membership test: a proposal outside it is rejected
+    (`support.restrict`)."""
 
     def init(position, logdensity_fn):
         logp, grad = jax.value_and_grad(logdensity_fn)(position)
