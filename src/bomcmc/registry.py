@@ -338,7 +338,7 @@ def with_support(sampler: Sampler, config: SamplerConfig) -> tuple[Sampler, Samp
     given = (config.knobs or {}).get("support")
     if given is None:
         return sampler, config
-    if given == support.CALLABLE:
+    if isinstance(given, str) and given == support.CALLABLE:
         raise BomcmcError("this run's support was a membership test (a Python function), "
                           "which config.json cannot record: it cannot be resumed (give "
                           "support as a box (lower, upper) for a resumable run)")
