@@ -55,7 +55,7 @@ import numpy as np
 from . import schemas
 from .errors import BomcmcError
 from .kernels import (ahmc, blocked_rmhmc, hmc, hmc_mixture, intracluster, mams, nuts,
-                      nuts_machine, rmhmc, rwm)
+                      nuts_machine, rmhmc, rwm, support)
 from .kernels.base import Kernel
 from .options import SamplerConfig, Schema, names as option_names, reject_unknown
 from .tuning import ahmc_tuner, block_bandit, im_tuner, two_phase
@@ -243,6 +243,8 @@ def _rmhmc_sampler(kind: str, posterior) -> "Sampler":
     kernel, knobs = _rmhmc_kernel(posterior, kind)
     if kind == "rmhmc":
         return _entry(kernel, kind, knobs)
+    if posterior.rmhmc_blocks is None:  # the compact set M: not for the blocked Gibbs sweep
+        knobs = knobs + (schemas.SUPPORT,)
     return _entry(kernel, kind, knobs, make_tuner=block_bandit.make_tuner)
 
 
@@ -327,6 +329,27 @@ def validate(sampler: Sampler, config: SamplerConfig, *, warmup: int,
                          else None)
 
 
+def with_support(sampler: Sampler, config: SamplerConfig) -> tuple[Sampler, SamplerConfig]:
+    """The sampler restricted to the compact set M its `support` option names (Wang, Mohamed
+    & de Freitas 2013 §4; `kernels/support.py`), and the config with the option as config.json
+    records it (a box as lists, a membership test as `support.CALLABLE`). Without the option,
+    both unchanged. A config.json that records a membership test cannot give it back: one
+    line."""
+    given = (config.knobs or {}).get("support")
+    if given is None:
+        return sampler, config
+    if isinstance(given, str) and given == support.CALLABLE:
+        raise BomcmcError("this run's support was a membership test (a Python function), "
+                          "which config.json cannot record: it cannot be resumed (give "
+                          "support as a box (lower, upper) for a resumable run)")
+    recorded = support.parse(given)
+    inside = given if callable(given) else support.box_test(*recorded)
+    kernel = support.restrict(sampler.kernel, inside,
+                              None if callable(given) else recorded)
+    return (dataclasses.replace(sampler, kernel=kernel),
+            config._replace(knobs={**config.knobs, "support": recorded}))
+
+
 def _resolve_adapt(sampler: Sampler, adapt, warmup: int) -> str | None:
     if adapt == "auto":
         return sampler.adapter if warmup > 0 else None
@@ -362,4 +385,5 @@ def names() -> list[str]:
     return sorted(SAMPLERS)
 
 
-__all__ = ["DEFAULT", "SAMPLERS", "Sampler", "canonical", "configure", "get", "names", "validate"]
+__all__ = ["DEFAULT", "SAMPLERS", "Sampler", "canonical", "configure", "get", "names", "validate",
+           "with_support"]

@@ -40,12 +40,18 @@ def _hmc_like(random_steps: bool, step_size=0.1, steps: int = 10) -> Schema:
 
 
 DENSE_MASS = Option("dense_mass", bool, False, _DENSE)
+SUPPORT = Option("support", float, None,
+                 "the compact set M (Wang, Mohamed & de Freitas 2013 §4): a proposal outside "
+                 "the box LO ≤ x ≤ HI of the flat vector is rejected; the API also takes D "
+                 "numbers per side, or a membership test x -> bool (a run with one cannot be "
+                 "resumed)", nargs=2)
 FIXED_POINT_STEPS = Option("fixed_point_steps", positive_int, 6,
                            "iterations of each implicit step of the generalised leapfrog")
 
 KNOBS: dict[str, Schema] = {
     "hmc": _hmc_like(False) + (DENSE_MASS,),
-    "ahmc": _hmc_like(True),  # ε and L are the bandit's; step_size starts Stan's heuristic
+    # ε and L are the bandit's; step_size starts Stan's heuristic
+    "ahmc": _hmc_like(True) + (SUPPORT,),
     "two_phase": _hmc_like(True),
     "mams": _hmc_like(True) + (DENSE_MASS._replace(help="refused: MAMS takes a diagonal "
                                                          "metric only"),),
@@ -209,7 +215,8 @@ SAMPLERS: dict[str, SamplerSchema] = {
     # a metric's variants take fewer or other knobs: the CLI shows the union
     "rmhmc": SamplerSchema(KNOBS["rmhmc"] + KNOBS["rmhmc_blocked"][2:4],
                            help="Riemann-manifold HMC (posteriors with a metric)"),
-    "armhmc": SamplerSchema(KNOBS["rmhmc"] + KNOBS["rmhmc_blocked"][2:4], TUNERS["armhmc"],
+    "armhmc": SamplerSchema(KNOBS["rmhmc"] + KNOBS["rmhmc_blocked"][2:4] + (SUPPORT,),
+                            TUNERS["armhmc"],
                             help="RMHMC with (ε, L) tuned by the GP bandit"),
 }
 

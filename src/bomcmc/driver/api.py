@@ -210,6 +210,7 @@ def sample(
         set_float64(True)
     sampler = registry.get(sampler, posterior)
     config = _config(sampler, config, options, adapt, adapt_options, warmup, tuner is not None)
+    sampler, config = registry.with_support(sampler, config)  # the compact set M, if any
     if init_strategy is None:
         init_strategy = "init" if init_jitter else "uniform"
     spec = RunSpec(
@@ -297,7 +298,8 @@ def resume(
     if spec.float64:
         set_float64(True)
     store = DiskStore(out)
-    smp = registry.get(sampler if sampler is not None else spec.sampler, posterior)
+    smp, _ = registry.with_support(
+        registry.get(sampler if sampler is not None else spec.sampler, posterior), spec.config)
     progress = show_progress(progress) and distributed.group().is_main
     run, states, adapt_state, next_iter, index = prepare(spec, posterior, store, tuner, smp,
                                                          fresh=False, progress=progress)

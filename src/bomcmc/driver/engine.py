@@ -135,21 +135,31 @@ class Run:
             states, n = init(starts)
             self.start_grads += int(np.sum(np.asarray(n)))
             # every process's chains decide whether to draw again, as in one process
-            lp_bad, grad_bad = self.gather(_not_finite(states))
-            bad = lp_bad | grad_bad
+            lp_bad, grad_bad, outside = self.gather((*_not_finite(states),
+                                                     self._outside(starts)))
+            bad = lp_bad | grad_bad | outside
             if not bad.any() or not redraw:
                 break
             fresh = flat.init_flat(self.init_key, spec.chains, 0.0, strategy, attempt)
             starts = jnp.where(jnp.asarray(bad[self.local])[:, None], fresh[self.local], starts)
-        for bad, what in ((lp_bad, "logdensity"), (grad_bad, "gradient of logdensity")):
+        for bad, what in ((lp_bad, "logdensity is not finite at {}"),
+                          (grad_bad, "gradient of logdensity is not finite at {}"),
+                          (outside, "{} lies outside the sampler's support (support=)")):
             if bad.any():
                 where = ("the initial position" if bad.all()
                          else f"the starting point of chain(s) {np.flatnonzero(bad).tolist()}")
                 tried = (f" after {MAX_INIT_TRIES} dispersed starts (uniform(-2, 2) on every "
                          "coordinate; give an init where it is finite and "
                          "init_strategy='init')") if redraw else ""
-                raise BomcmcError(f"{what} is not finite at {where}{tried}")
+                raise BomcmcError(what.format(where) + tried)
         return states
+
+    def _outside(self, positions):
+        """Which chains start outside the kernel's support (none without one): the points
+        given, before the kernel's `start` moves them (it keeps them in the support)."""
+        if self.kernel.support is None:
+            return np.zeros(positions.shape[0], bool)
+        return ~np.asarray(jax.vmap(self.kernel.support)(positions))
 
     def gather(self, tree):
         """Every chain's rows of `tree` (this process's chains' rows), from every process

@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ..errors import BomcmcError
 from . import hmc
 from .base import Kernel
 
@@ -82,10 +83,14 @@ def init(position: jax.Array, logdensity_fn) -> hmc.HMCState:
 
 
 def make_knobs(dim: int, step_size: float = 0.1, steps: int = 10, random_steps: bool = True,
-               inverse_mass_matrix=None) -> hmc.HMCKnobs:
+               inverse_mass_matrix=None, support=None) -> hmc.HMCKnobs:
     """HMC's knobs with random trajectory lengths on by default. ε and L are the bandit's
     (step_size is only where Stan's heuristic starts its doubling); the inverse mass is the
-    initial metric."""
+    initial metric. `support` (the compact set M) is not a knob: the run restricts the
+    kernel to it (`support.restrict`), whose make_knobs takes it instead of this one."""
+    if support is not None:
+        raise BomcmcError("support restricts the kernel (bomcmc.kernels.support.restrict): "
+                          "it is not one of the knobs")
     return hmc.default_knobs(dim, step_size=step_size, steps=steps, random_steps=random_steps,
                              inverse_mass_matrix=inverse_mass_matrix)
 

@@ -41,6 +41,9 @@ class Kernel(NamedTuple):
     # optional: moves a starting point before `init`, start(position, logdensity_fn) ->
     # (position, gradient evaluations spent); the driver counts those in the warm-up's
     start: Callable[..., Any] | None = None
+    # optional: the compact set M the kernel is restricted to, a membership test of the flat
+    # position (`support.restrict`); the driver refuses a chain that starts outside it
+    support: Callable[..., Any] | None = None
 
 
 def tree_where(pred, a, b):

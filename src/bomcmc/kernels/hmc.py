@@ -64,6 +64,13 @@ def trajectory_length(u: jax.Array, knobs: HMCKnobs) -> jax.Array:
     return jnp.where(knobs.random_steps, drawn, num_steps)
 
 
+def restricted_accept(inside, accept_prob, u_accept):
+    """(acceptance probability, accepted) of a proposal restricted to a set M: a · 1_M(x*),
+    then u < a (Wang, Mohamed & de Freitas 2013 §4, Proposition 3; `kernels/support.py`)."""
+    accept_prob = jnp.where(inside, accept_prob, jnp.zeros_like(accept_prob))
+    return accept_prob, u_accept < accept_prob
+
+
 def metropolis(logdensity0, end: IntegratorState, momentum0, inv_mass, u_accept,
                max_energy_error: float = MAX_ENERGY_ERROR):
     """The Metropolis test of a trajectory from (x₀, p₀) to `end`: H = −log π + ½ pᵀM⁻¹p,
@@ -83,8 +90,11 @@ def step(
     logdensity_fn: Callable,
     knobs: HMCKnobs,
     max_energy_error: float = MAX_ENERGY_ERROR,
+    support: Callable | None = None,
 ) -> tuple[HMCState, HMCInfo]:
-    """One HMC transition (Wang 2012, Alg. 1)."""
+    """One HMC transition (Wang 2012, Alg. 1); with `support` (a membership test of the
+    position, `support.restrict`), a proposal outside it is rejected (Wang, Mohamed & de
+    Freitas 2013 §4)."""
     # Two random streams per transition: the momentum, and two uniforms (accept, L_r).
     key_p, key_u = jax.random.split(key)
     u_accept, u_steps = jax.random.uniform(key_u, (2,), state.position.dtype)
@@ -96,6 +106,8 @@ def step(
 
     energy0, delta, diverging, accept_prob, accept = metropolis(
         state.logdensity, end, momentum, inv_mass, u_accept, max_energy_error)
+    if support is not None:
+        accept_prob, accept = restricted_accept(support(end.position), accept_prob, u_accept)
 
     new_state = jax.tree_util.tree_map(
         lambda new, old: jnp.where(accept, new, old),

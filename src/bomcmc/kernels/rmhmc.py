@@ -163,13 +163,15 @@ def trajectory(point: Point, momentum, logdensity_fn, metric_fn, step_size, n_st
 def rmhmc_kernel(metric_fn: Callable, name: str = "rmhmc", tol: float = FIXED_POINT_TOL,
                  max_energy_error: float = hmc.MAX_ENERGY_ERROR) -> Kernel:
     """The RMHMC `Kernel` for a metric `metric_fn(θ) -> (D, D)` symmetric positive definite.
-    Knobs: step_size (0.1), steps (10), random_steps (True), fixed_point_steps (6)."""
+    Knobs: step_size (0.1), steps (10), random_steps (True), fixed_point_steps (6). Its step
+    takes `support=`, a membership test: a proposal outside it is rejected
+    (`support.restrict`)."""
 
     def init(position, logdensity_fn):
         logp, grad = jax.value_and_grad(logdensity_fn)(position)
         return hmc.HMCState(position, logp, grad)
 
-    def step(key, state, logdensity_fn, knobs):
+    def step(key, state, logdensity_fn, knobs, support=None):
         key_p, key_u = jax.random.split(key)
         u_accept, u_steps = jax.random.uniform(key_u, (2,), state.position.dtype)
         point0 = make_point(state.position, logdensity_fn, metric_fn,
@@ -184,6 +186,9 @@ def rmhmc_kernel(metric_fn: Callable, name: str = "rmhmc", tol: float = FIXED_PO
         diverging = ~jnp.isfinite(delta) | (delta > max_energy_error)
         accept_prob = jnp.where(diverging, 0.0, jnp.minimum(1.0, jnp.exp(-delta)))
         accept = u_accept < accept_prob
+        if support is not None:  # a proposal outside M is rejected (`kernels/support.py`)
+            accept_prob, accept = hmc.restricted_accept(support(point1.position), accept_prob,
+                                                        u_accept)
         new = jax.tree_util.tree_map(
             lambda a, b: jnp.where(accept, a, b),
             hmc.HMCState(point1.position, point1.logdensity, point1.logdensity_grad), state)
