@@ -68,8 +68,7 @@ class RunSpec:
         if self.chunk_seconds is not None and not self.chunk_seconds > 0:
             raise BomcmcError(f"chunk_seconds must be positive, got {self.chunk_seconds}")
         choice("init_strategy", self.init_strategy, INIT_STRATEGIES)
-        for name in ("until_ess", "until_seconds"):
-            v = getattr(self, name)
+        for name, v in (("until_ess", self.until_ess), ("until_seconds", self.until_seconds)):
             if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise BomcmcError(f"{name} must be a positive number, got {v!r}")
         if self.until_seconds is not None and self.until_ess is None:
