@@ -11,13 +11,16 @@ can be split over devices and processes:
         logits = data["X"] @ params["beta"]
         return data.row_sum(data["y"] * logits - jnp.logaddexp(0.0, logits)) + prior(params)
 
-Every array's leading axis is the data's rows, the axis a sharded run splits. `sharded(mesh)`
+Arrays that share a leading axis hold it as the data's rows, the axis a sharded run splits
+(a model's other arrays are inputs all the same, never split). `sharded(mesh)`
 places the rows over the mesh's "data" axis (`jax.sharding.NamedSharding`); a sum over rows
 then runs as a sum on each device and one all-reduce across them, which XLA inserts
 (GSPMD), in every function the engine compiles with the data bound: the log density, its
 gradient, a Gibbs update's sufficient statistics. Rows that do not divide evenly are padded
 with copies of the last row, which `row_sum` weighs by zero, so a model that sums its rows
-through `row_sum` gives the unsharded value to rounding whatever the number of shards.
+through `row_sum` gives the unsharded value to rounding whatever the number of shards. The
+same padding to a multiple of `row_multiple` lets data sets a few rows apart (the training sets
+of cross-validation folds) share one compiled program.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ class Data:
         return self._bound[WEIGHT]
 
     def weigh(self, terms):
-        """`terms` (rows first) with the padding rows of a sharded placement set to zero."""
+        """`terms` (rows first) with the padding rows of a padded placement set to zero."""
         w = self.row_weights()
         if w is None:
             return terms
@@ -86,7 +89,7 @@ class Data:
 
     @contextlib.contextmanager
     def bound(self, args: Mapping[str, Any]) -> Iterator[None]:
-        """Within the block, reads give `args` (a compiled function's arguments, as `host()`
+        """Within the block, reads give `args` (a compiled function's arguments, as `device()`
         or `sharded()` made them) instead of the arrays."""
         previous, self._bound = self._bound, dict(args)
         try:
