@@ -153,6 +153,7 @@ def _fit(args) -> int:
         eps_bounds=tuple(args.eps_bounds), steps_bounds=tuple(args.steps_bounds),
         step_size=args.step_size, steps=args.steps, pretrain_steps=args.pretrain_steps,
         seed=args.seed, out=out, progress=False if args.no_progress else None, overwrite=True)
+    reg.advice_flags = frozenset(vars(args))  # the warnings advise these flags
     (out / "bnn.json").unlink(missing_ok=True)
     reg.fit(X, y)
     (out / "columns.json").write_text(json.dumps({"inputs": inputs, "target": target}))
