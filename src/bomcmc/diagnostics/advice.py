@@ -89,7 +89,7 @@ def from_run(attrs, sample_stats=None, interface: str = PYTHON,
         spec = json.loads(attrs["config"])
     except (KeyError, TypeError, ValueError):
         spec = {}
-    cfg = spec.get("config") or {}
+    cfg = spec  # config.json: the SamplerConfig's fields at the top level
     sampler = str(spec.get("sampler") or attrs.get("sampler", ""))
     options = {**(cfg.get("knobs") or {}), **(cfg.get("tuner_options") or {}),
                **(cfg.get("adapter_options") or {})}
