@@ -305,3 +305,133 @@ def test_network_advice_is_a_parameter_the_sampler_reads(sampler, interface, rec
             if span not in done:
                 assert fit(span) != base, span
                 done.add(span)
+
+
+# ---------------------------------------------------------------------------------------
+# Where the advice is the fix, the warning goes away: one short run per family
+# ---------------------------------------------------------------------------------------
+def _warned(fn, *args, **kw) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn(*args, **kw)
+    return [str(w.message) for w in caught if issubclass(w.category, SamplingWarning)]
+
+
+def _first_remedy(msgs: list[str], needle: str) -> dict:
+    hit = [m for m in msgs if needle in m]
+    assert hit, msgs
+    return keywords(spans(hit[0])[0])
+
+
+E2E = {  # family: (the run's keywords, the warning its first remedy fixes)
+    "hmc": (dict(posterior="gauss-iid-2", sampler="hmc", warmup=0, step_size=3.0, steps=10),
+            "divergent"),
+    "nuts": (dict(posterior="gauss-2d-corr", sampler="nuts", warmup=100, target_accept=0.3),
+             "divergent"),
+    "ahmc": (dict(posterior="gauss-iid-2", sampler="ahmc", warmup=50, eps_bounds=(3.0, 6.0),
+                  mass="identity"), "mean acceptance"),
+    "rmhmc": (dict(posterior="logistic-ripley", sampler="rmhmc", warmup=0, step_size=1.0,
+                   steps=3, init_strategy="init"), "divergent"),
+    "spins": (dict(posterior="ising-4x4", sampler="im", warmup=0, k=[8], gamma=[3.0]),
+              "mean acceptance"),
+}
+
+
+@pytest.mark.parametrize("family", list(E2E))
+def test_applying_the_advice_removes_the_warning(family, compilation_cache):
+    """hmc at ε = 3 and RMHMC at ε = 1 diverge: a quarter of the step does not; NUTS adapted
+    to δ = 0.3 diverges: δ = 0.95 does not; AHMC's bandit in the box [3, 6] (identity
+    metric) accepts almost nothing: in the box a quarter as large it does; IM's walks of 8 flips at γ = 3
+    are all rejected: walks of one flip are not. (The second run reuses the first's compiled
+    chunk where only knobs change.)"""
+    kw, needle = E2E[family]
+    kw = dict(kw, chains=2, draws=30, seed=0, progress=False)
+    before = _warned(bomcmc.sample, **kw)
+    after = _warned(bomcmc.sample, **{**kw, **_first_remedy(before, needle)})
+    assert not [m for m in after if needle in m], after
+
+
+def test_applying_the_estimators_advice_removes_the_warning(compilation_cache):
+    """Neal's Gibbs-within-HMC at η = 2 diverges on a small network: η = 0.5, the advised
+    parameter, does not."""
+    from bomcmc.bnn.regressor import BayesianMLPRegressor
+
+    X = np.linspace(-1, 1, 12)[:, None]
+    y = np.sin(3 * X[:, 0])
+    est = BayesianMLPRegressor(hidden=(2,), sampler="neal_gibbs", super_transitions=10,
+                               budget=50, step_size=2.0, steps=5, pretrain_steps=0,
+                               progress=False)
+    before = _warned(est.fit, X, y)
+    after = _warned(est.set_params(**_first_remedy(before, "divergent")).fit, X, y)
+    assert not [m for m in after if "divergent" in m], after
+
+
+# ---------------------------------------------------------------------------------------
+# No internal names in the command line's errors
+# ---------------------------------------------------------------------------------------
+def _value(o) -> list[str]:
+    """A value of option `o` as command-line words its flag parses."""
+    if o.kind is bool:
+        return []
+    one = o.choices[0] if o.choices else {"positive_int": "2", "nonneg_int": "2"}.get(
+        o.kind.__name__, "0.5" if o.kind is not str else "x")
+    return [str(one)] * (2 if o.nargs == 2 else 1)
+
+
+def _refused_pairs() -> list[tuple[str, str]]:
+    """(sampler, option) for every option of the command line a sampler's schemas do not
+    give it (or declare refused), and the variants' knobs a built RMHMC refuses."""
+    from bomcmc.cli.flags import sampler_options
+
+    pairs = []
+    for name, s in schemas.SAMPLERS.items():
+        takes = {o.name for o in s.knobs + s.tuner if not o.help.startswith("refused")}
+        if not s.tuner and s.adapter:
+            takes |= {o.name for o in schemas.ADAPTER_OPTIONS[s.adapter]}
+        pairs += [(name, option) for option in sampler_options() if option not in takes]
+    return pairs + [("rmhmc", "param_step_size"), ("armhmc", "param_steps")]
+
+
+def test_cli_errors_name_no_internal_function(dry, monkeypatch, capsys):
+    """`bomcmc sample --sampler S --OPTION ...` for every option S does not take: one line
+    `bomcmc: error: ...` naming the option, never a function of bomcmc (make_knobs) nor
+    Python's TypeError text; a bare kernel's refused knob, through the API, the same."""
+    from bomcmc.cli.flags import sampler_options
+    from bomcmc.errors import BomcmcError
+    from bomcmc.kernels import hmc
+
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    options = {name: decls[0][1] for name, decls in sampler_options().items()}
+    for sampler, option in _refused_pairs():
+        family = "spins" if sampler.startswith("im") or sampler == "kawasaki" else (
+            "rmhmc" if "rmhmc" in sampler else "continuous")
+        o = options[option]
+        argv = ["sample", "--posterior", POSTERIORS[family], "--sampler", sampler, "--out",
+                "unused", "--no-progress", o.flag, *_value(o)]
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("bomcmc: error: ") and "\n" not in err, (argv, err)
+        assert option.replace("_", "-") in err or option in err, (argv, err)
+        for internal in ("make_knobs", "got an unexpected keyword", "TypeError", "()"):
+            assert internal not in err, (argv, err)
+    bare = hmc.kernel._replace(name="my_hmc")
+    with pytest.raises(BomcmcError) as e:
+        bomcmc.sample("gauss-iid-2", sampler=bare, draws=5, warmup=0, progress=False,
+                      trajectory=3)
+    assert str(e.value) == ("sampler 'my_hmc' does not take trajectory (it takes: step_size, "
+                            "steps, random_steps, inverse_mass_matrix, dense_mass)"), e.value
+
+
+def test_the_issues_commands_name_the_flag_and_those_the_sampler_takes(capsys):
+    """The two commands of the report: one line each, in the command line's spelling."""
+    base = ["sample", "--posterior", "gauss-iid-2", "--out", "unused", "--no-progress"]
+    assert cli.main(base + ["--sampler", "nuts", "--eps-bounds", "0.1", "1"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "bomcmc: error: sampler 'nuts' does not take --eps-bounds (it takes: --step-size, "
+        "--inverse-mass-matrix, --dense-mass, --max-tree-depth, --target-accept, "
+        "--init-buffer, --term-buffer, --base-window)")
+    assert cli.main(base + ["--sampler", "ahmc", "--dense-mass"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bomcmc: error: sampler 'ahmc' does not take --dense-mass (it "
+                          "takes: --step-size, --steps,"), err

@@ -52,7 +52,7 @@ def check_flags(sampler: str, given: dict, adapt: str | None, warmup: int) -> No
                           f"--adapt {adapt} (use --adapt none{hint})")
     adapter = (None if adapt == "none" else adapt) if adapt is not None else (
         s.adapter if warmup > 0 else None)
-    takes = [o for o in s.knobs + s.tuner if o.cli]
+    takes = [o for o in s.knobs + s.tuner if o.cli and not o.help.startswith("refused")]
     if adapter is not None and not s.tuner:
         takes += [o for o in schemas.ADAPTER_OPTIONS[adapter] if o.cli]
     unknown = [n for n in given if n not in {o.name for o in takes}]
