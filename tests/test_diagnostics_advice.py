@@ -326,7 +326,7 @@ def _first_remedy(msgs: list[str], needle: str) -> dict:
 E2E = {  # family: (the run's keywords, the warning its first remedy fixes)
     "hmc": (dict(posterior="gauss-iid-2", sampler="hmc", warmup=0, step_size=3.0, steps=10),
             "divergent"),
-    "nuts": (dict(posterior="gauss-2d-corr", sampler="nuts", warmup=100, target_accept=0.3),
+    "nuts": (dict(posterior="gauss-2d-corr", sampler="nuts", warmup=60, target_accept=0.3),
              "divergent"),
     "ahmc": (dict(posterior="gauss-iid-2", sampler="ahmc", warmup=50, eps_bounds=(3.0, 6.0),
                   mass="identity"), "mean acceptance"),
@@ -341,9 +341,9 @@ E2E = {  # family: (the run's keywords, the warning its first remedy fixes)
 def test_applying_the_advice_removes_the_warning(family, compilation_cache):
     """hmc at ε = 3 and RMHMC at ε = 1 diverge: a quarter of the step does not; NUTS adapted
     to δ = 0.3 diverges: δ = 0.95 does not; AHMC's bandit in the box [3, 6] (identity
-    metric) accepts almost nothing: in the box a quarter as large it does; IM's walks of 8 flips at γ = 3
-    are all rejected: walks of one flip are not. (The second run reuses the first's compiled
-    chunk where only knobs change.)"""
+    metric) accepts almost nothing: in the box a quarter as large it does; IM's walks of 8
+    flips at γ = 3 are all rejected: walks of one flip are not. (The second run reuses the
+    first's compiled chunk where only knobs change.)"""
     kw, needle = E2E[family]
     kw = dict(kw, chains=2, draws=30, seed=0, progress=False)
     before = _warned(bomcmc.sample, **kw)

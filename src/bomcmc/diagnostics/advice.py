@@ -29,8 +29,9 @@ from typing import Callable, NamedTuple
 from .. import schemas
 
 PYTHON, CLI, ESTIMATOR, BNN_FIT = "python", "cli", "estimator", "bnn fit"
-RUN_KEYS = ("sampler", "draws", "warmup", "chains", "adapt")  # options of the run, not of the sampler
-NETWORK_SAMPLERS = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs", "dyn_a", "dyn_b")
+RUN_KEYS = ("sampler", "draws", "warmup", "chains", "adapt")  # the run's, not the sampler's
+# the network samplers that alternate Gibbs draws with their transition (bnn/samplers.py)
+GIBBS_NETWORK = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts_gibbs", "dyn_a", "dyn_b")
 SMALLER, LARGER = 0.25, 2.0  # factors of a step size advised smaller or larger
 TARGET_ACCEPT_HIGH = 0.95  # Stan's advice for divergences (its default δ is 0.8)
 
@@ -76,7 +77,7 @@ def family_of(sampler: str, gibbs_within: bool = False) -> str:
         return "spins"
     if sampler in ("rmhmc", "armhmc"):
         return "rmhmc"
-    if gibbs_within or sampler in NETWORK_SAMPLERS[:3] + NETWORK_SAMPLERS[4:]:
+    if gibbs_within or sampler in GIBBS_NETWORK:
         return "network"
     return "continuous"
 
@@ -89,16 +90,17 @@ def from_run(attrs, sample_stats=None, interface: str = PYTHON,
         spec = json.loads(attrs["config"])
     except (KeyError, TypeError, ValueError):
         spec = {}
-    cfg = spec  # config.json: the SamplerConfig's fields at the top level
+    # config.json: the SamplerConfig's fields (knobs, adapt, ...) beside the run's
     sampler = str(spec.get("sampler") or attrs.get("sampler", ""))
-    options = {**(cfg.get("knobs") or {}), **(cfg.get("tuner_options") or {}),
-               **(cfg.get("adapter_options") or {})}
+    options = {**(spec.get("knobs") or {}), **(spec.get("tuner_options") or {}),
+               **(spec.get("adapter_options") or {})}
     run = {k: spec[k] for k in ("draws", "warmup", "chains") if k in spec}
-    declared = schemas.SAMPLERS.get(sampler)
+    own = schemas.SAMPLERS.get(sampler)
     return Context(
         sampler=sampler, interface=interface, options=options, run=run,
-        adapt=cfg.get("adapt"),
-        tunes_itself=bool(declared and declared.tuner and cfg.get("tuner_options") is not None),
+        adapt=spec.get("adapt"),
+        # tuner_options None: the user gave tuner=, which replaced the default tuner
+        tunes_itself=bool(own and own.tuner and spec.get("tuner_options") is not None),
         family=family_of(sampler, bool(int(attrs.get("gibbs_within_hmc", 0) or 0))),
         step_size=mean_step(sample_stats), takes=takes)
 
@@ -117,7 +119,7 @@ def mean_step(ss) -> float | None:
 # ---------------------------------------------------------------------------------------
 # Which options a sampler takes, by its schemas (when no `takes` is given)
 # ---------------------------------------------------------------------------------------
-def declared(sampler: str, adapt: str | None, tunes_itself: bool) -> dict:
+def declared(sampler: str, adapt: str | None = None) -> dict:
     """name -> Option of every option `sampler` takes by its schemas (its knobs, its tuner's
     options when it tunes itself, the adapter's options when an adapter can run)."""
     s = schemas.SAMPLERS.get(sampler)
@@ -143,7 +145,7 @@ def schema_takes(ctx: Context, remedy: dict) -> bool:
     adapt = remedy.get("adapt", ctx.adapt if sampler == ctx.sampler else given_adapt(ctx))
     if adapt is not None and s.tuner:
         return False  # a self-tuning sampler refuses a warm-up adapter
-    return values_ok({**ctx.options, **remedy}, declared(sampler, adapt, bool(s.tuner)),
+    return values_ok({**ctx.options, **remedy}, declared(sampler, adapt),
                      ctx.interface == CLI)
 
 
@@ -218,7 +220,7 @@ def _current(ctx: Context, name: str):
         return ctx.options[name]
     if name == "step_size" and ctx.step_size is not None:
         return ctx.step_size
-    o = declared(ctx.sampler, ctx.adapt, ctx.tunes_itself).get(name)
+    o = declared(ctx.sampler, ctx.adapt).get(name)
     return None if o is None else o.default
 
 
@@ -258,7 +260,7 @@ def _step(ctx: Context, factor: float) -> list[tuple[str, dict]]:
     if eps is not None:
         out.append(("a " + ("smaller" if smaller else "larger") + " step size",
                     {"step_size": float(eps) * factor}))
-    if smaller and "inverse_mass_matrix" in declared(ctx.sampler, None, False):
+    if smaller and "inverse_mass_matrix" in declared(ctx.sampler):
         warm = {} if ctx.run.get("warmup", 1) else {"warmup": max(ctx.run.get("draws", 500), 500)}
         out.append(("Stan's warm-up adapting a small step size",
                     {"adapt": "window", "target_accept": TARGET_ACCEPT_HIGH, **warm}))

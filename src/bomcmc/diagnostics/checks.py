@@ -1,5 +1,7 @@
 """Warnings for a run that went wrong: one line per problem, each naming the quantity, its
-value, the threshold and what to try.
+value, the threshold and what to try. What to try is written for the sampler that ran and
+the interface in use (`advice.py`: options the sampler takes, as keywords, flags or
+estimator parameters; `check_run`'s `context`).
 
 The thresholds are those Stan and ArviZ use:
 

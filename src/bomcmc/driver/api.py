@@ -44,10 +44,15 @@ class SampleResult:
     path: Path | None = None
     advice: advice.Context | None = dataclasses.field(default=None, repr=False)
 
+    def __getstate__(self) -> dict:
+        """A pickled result leaves out `advice`, whose check holds the sampler's kernel (a
+        fitted estimator pickles its result)."""
+        return {**self.__dict__, "advice": None}
+
     def summary(self) -> dict:
         from ..diagnostics import summarize
 
-        return summarize(self.idata, self.totals)
+        return summarize(self.idata, self.totals, self.advice)
 
 
 def default_tuner(run: Run, states) -> None:
