@@ -231,23 +231,21 @@ def _step(ctx: Context, factor: float) -> list[tuple[str, dict]]:
     smaller = factor < 1
     if ctx.tunes_itself or ctx.interface in (ESTIMATOR, BNN_FIT) and ctx.sampler.startswith(
             ("ahmc", "dyn")):
+        where = "below" if smaller else "above"
         box = _current(ctx, "eps_bounds")
-        if box is not None:
+        if box is not None:  # the user's box (the relative one, eps_factors, is then unused)
             lo, hi = (float(x) for x in box)
-            out.append(("a step-size box " + ("below" if smaller else "above") +
-                        " the one the bandit searched",
-                        {"eps_bounds": (lo * factor, hi * factor)}))
-        elif ctx.step_size is not None:
-            eps = ctx.step_size * factor
-            out.append(("a step-size box " + ("below" if smaller else "above") +
-                        " the step sizes the bandit used",
-                        {"eps_bounds": (eps / 10, eps) if smaller else (eps / 2, eps * 5)}))
+            return [(f"a step-size box {where} the one the bandit searched",
+                     {"eps_bounds": (lo * factor, hi * factor)})]
         f = _current(ctx, "eps_factors")
         if f is not None:
             lo, hi = (float(x) for x in f)
-            out.append(("a step-size box reaching " + ("lower" if smaller else "higher") +
-                        " around Stan's heuristic ε₀",
+            out.append((f"a step-size box {where} the one around Stan's heuristic ε₀",
                         {"eps_factors": (lo * factor, hi * factor)}))
+        if ctx.step_size is not None:
+            eps = ctx.step_size * factor
+            out.append((f"a step-size box {where} the step sizes the bandit used",
+                        {"eps_bounds": (eps / 10, eps) if smaller else (eps / 2, eps * 5)}))
         return out
     if ctx.adapt is not None:
         delta = float(_current(ctx, "target_accept") or 0.8)
