@@ -188,4 +188,4 @@ def test_cli_refuses_an_option_of_another_sampler(tmp_path, capsys):
     assert cli.main(["sample", "--posterior", "gauss-2d-corr", "--sampler", "ahmc",
                      "--dense-mass", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "does not take dense_mass" in err
+    assert err.count("\n") == 1 and "does not take --dense-mass" in err

@@ -56,6 +56,12 @@ CONFIG = "bnn.json"
 # training sets of cross-validation folds and grid-search splits, a few cases apart, share
 # one compiled program (and its persistent-cache entry)
 ROW_MULTIPLE = 16
+# the parameters each sampler reads besides the shared ones: the warnings advise only these
+USES = {"ahmc_cv": ("eps_bounds", "steps_bounds", "folds"),
+        "ahmc_gibbs": ("eps_bounds", "steps_bounds"), "dyn_a": ("eps_bounds", "steps_bounds"),
+        "dyn_b": ("eps_bounds", "steps_bounds"), "neal_gibbs": ("step_size", "steps"),
+        "nuts": ("nuts_warmup",), "nuts_gibbs": ("nuts_warmup",)}
+SHARED = ("sampler", "chains", "super_transitions", "budget", "burn_in", "pretrain_steps", "seed")
 
 
 def _write_npz(path, **arrays) -> None:
@@ -87,6 +93,10 @@ class BayesianMLPBase(BaseEstimator):
     `_likelihood(y)`, `fit` (scikit-learn's input validation, then `_fit` with the targets
     the network models) and the prediction methods. Parameters are documented on the
     subclasses."""
+
+    # the command line's flags when `bomcmc bnn fit` fits (cli/bnn.py): the warnings' advice
+    # is then spelled as those flags; None: as the estimator's parameters
+    advice_flags: frozenset | None = None
 
     def _hidden(self) -> tuple[int, ...]:
         return (self.hidden,) if isinstance(self.hidden, (int, np.integer)) else \
@@ -217,8 +227,35 @@ class BayesianMLPBase(BaseEstimator):
         if result.path is not None and (Path(result.path) / "idata.nc").exists():
             atomic_write(Path(result.path) / "idata.nc",
                          lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
-        for msg in check_run(idata, result.totals):
+        for msg in check_run(idata, result.totals, context=self._advice(idata)):
             warnings.warn(msg, SamplingWarning, stacklevel=4)
+
+    def _advice(self, idata):
+        """For whom the warnings' advice is written: this estimator's sampler and parameters
+        (or `bnn fit`'s flags), checked by `takes`."""
+        from ..diagnostics import advice
+
+        name = sampler_name(self.sampler)
+        return advice.Context(
+            sampler=name, interface=advice.ESTIMATOR if self.advice_flags is None
+            else advice.BNN_FIT, options=self.get_params(),
+            adapt={"nuts": "window", "nuts_gibbs": "dual_averaging"}.get(name),
+            tunes_itself=name.startswith(("ahmc", "dyn")), family="network",
+            step_size=advice.mean_step(idata.sample_stats), takes=self.takes)
+
+    def takes(self, remedy: dict) -> bool:
+        """Whether `remedy` (parameters, `sampler` among them) is accepted by this estimator
+        and read by the sampler it names (and, for `bnn fit`, has a flag); a BomcmcError
+        where a value is refused."""
+        from sklearn.base import clone
+
+        name = sampler_name(str(remedy.get("sampler", self.sampler)))
+        if not set(remedy) <= set(SHARED) | set(USES.get(name, ())):
+            return False
+        if self.advice_flags is not None and not set(remedy) <= self.advice_flags:
+            return False
+        clone(self).set_params(**remedy)._validate()
+        return True
 
     def _function_space(self, idata):
         """The predictions f(x) at the training inputs (chain, draw, case, output) and the

@@ -181,6 +181,7 @@ def _fit(args) -> int:
         step_size=args.step_size, steps=args.steps, pretrain_steps=args.pretrain_steps,
         seed=args.seed, out=out, progress=False if args.no_progress else None, overwrite=True,
         shard_data=args.shard_data)
+    reg.advice_flags = frozenset(vars(args))  # the warnings advise these flags
     (out / "bnn.json").unlink(missing_ok=True)
     reg.fit(X, y)
     (out / "columns.json").write_text(json.dumps({"inputs": inputs, "target": target}))

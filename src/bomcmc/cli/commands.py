@@ -38,7 +38,41 @@ def sample_kwargs(args: argparse.Namespace) -> dict:
     )
     if args.adapt is not None:
         kw["adapt"] = None if args.adapt == "none" else args.adapt
-    return {**kw, **given_options(args)}
+    given = given_options(args)
+    check_flags(args.sampler, given, args.adapt, args.warmup)
+    return {**kw, **given}
+
+
+def check_flags(sampler: str, given: dict, adapt: str | None, warmup: int) -> None:
+    """The sampler options given as flags, checked against the sampler's schemas before the
+    run (`registry.configure` checks them again): a flag the sampler does not take is one
+    line naming it and the flags the sampler takes, in the command line's spelling."""
+    from .. import schemas
+    from ..errors import BomcmcError
+
+    name = sampler.strip().lower().replace("-", "_")
+    s = schemas.SAMPLERS.get(name)
+    if s is None:
+        return  # an unknown sampler: the run's own error names those there are
+    if adapt is not None and adapt != "none" and s.tuner:
+        hint = "; for a learned metric, --mass diag" if "mass" in {o.name for o in s.tuner} else ""
+        raise BomcmcError(f"sampler '{name}' tunes its step size itself: it cannot run with "
+                          f"--adapt {adapt} (use --adapt none{hint})")
+    adapter = (None if adapt == "none" else adapt) if adapt is not None else (
+        s.adapter if warmup > 0 else None)
+    takes = [o for o in s.knobs + s.tuner if o.cli and not o.help.startswith("refused")]
+    if adapter is not None and not s.tuner:
+        takes += [o for o in schemas.ADAPTER_OPTIONS[adapter] if o.cli]
+    unknown = [n for n in given if n not in {o.name for o in takes}]
+    if not unknown:
+        return
+    flags = ", ".join("--" + n.replace("_", "-") for n in unknown)
+    adapting = {o.name for a in schemas.ADAPTER_OPTIONS.values() for o in a}
+    if adapter is None and not s.tuner and set(unknown) <= adapting:
+        raise BomcmcError(f"{flags}: options of a warm-up adaptation, which this run of "
+                          f"sampler '{name}' has none of (give --adapt window)")
+    raise BomcmcError(f"sampler '{name}' does not take {flags} (it takes: "
+                      f"{', '.join(o.flag for o in takes) or 'no options'})")
 
 
 def cmd_posteriors(args) -> int:
@@ -52,9 +86,15 @@ def cmd_posteriors(args) -> int:
 
 
 def _summarize(result) -> dict:
-    from ..diagnostics import summarize
+    """The run's summary, its warnings' advice spelled in this command line's flags."""
+    from ..diagnostics import advice, summarize
 
-    return summarize(result.idata, result.totals)
+    if result.advice is not None:  # sample, resume: checked against the sampler that ran
+        context = result.advice._replace(interface=advice.CLI)
+    else:  # summary: the run's sampler by its schemas
+        context = advice.from_run(result.idata.posterior.attrs,
+                                  result.idata.get("sample_stats"), advice.CLI)
+    return summarize(result.idata, result.totals, context)
 
 
 def _report(result, run_dir: Path, args, summary: dict | None = None,

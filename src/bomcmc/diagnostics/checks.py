@@ -1,5 +1,7 @@
 """Warnings for a run that went wrong: one line per problem, each naming the quantity, its
-value, the threshold and what to try.
+value, the threshold and what to try. What to try is written for the sampler that ran and
+the interface in use (`advice.py`: options the sampler takes, as keywords, flags or
+estimator parameters; `check_run`'s `context`).
 
 The thresholds are those Stan and ArviZ use:
 
@@ -48,6 +50,9 @@ import json
 import warnings
 
 import numpy as np
+
+from . import advice as _advice
+from .advice import Context
 
 RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
@@ -170,13 +175,17 @@ def stuck_chains(posterior) -> list[int]:
     return [int(c) for c in np.flatnonzero(~moved)]
 
 
-def check_run(idata, totals: dict | None = None, figures: dict | None = None) -> list[str]:
+def check_run(idata, totals: dict | None = None, figures: dict | None = None,
+              context: Context | None = None) -> list[str]:
     """One-line messages, one per problem the run's diagnostics show; [] for a healthy run.
 
     `totals` (as `sample` returns them) is used only where `sample_stats` lacks a quantity
     (divergences, mean acceptance); by default they are read from the InferenceData.
     `figures`: what `convergence(idata)` returned, if already computed (`summarize` shares
-    them)."""
+    them). `context`: the sampler that ran and the interface in use, for which each message's
+    advice is written (`advice.Context`); by default the run's attrs and Python keywords."""
+    if context is None:
+        context = _advice.from_run(idata.posterior.attrs, _sample_stats(idata))
     if totals is None:
         attrs = idata.posterior.attrs
         totals = json.loads(attrs["totals"]) if "totals" in attrs else {}
@@ -193,17 +202,22 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None) ->
         post = idata.posterior
         still = frozen(post if judged is None else judged)
         where = "" if judged is None else " of the predictions and log-likelihood"
+        ctx = context
         msgs = [
-            _divergences(ss, totals),
-            _rhat(conv, still, where),
-            _ess(conv, still, post.sizes.get("chain", 1), where),
-            _tree_depth(ss, post.attrs),
-            _ebfmi(idata, ss),
-            _acceptance(ss, totals),
-            _fixed_points(ss),
-            _stuck(post),
+            _divergences(ss, totals, ctx),
+            _rhat(conv, still, where, ctx),
+            _ess(conv, still, post.sizes.get("chain", 1), where, ctx),
+            _tree_depth(ss, post.attrs, ctx),
+            _ebfmi(idata, ss, ctx),
+            _acceptance(ss, totals, ctx),
+            _fixed_points(ss, ctx),
+            _stuck(post, ctx),
         ]
     return [m for m in msgs if m]
+
+
+def _sample_stats(idata):
+    return idata.sample_stats if "sample_stats" in idata.groups() else None
 
 
 def _stat(ss, name: str) -> np.ndarray | None:
@@ -212,7 +226,7 @@ def _stat(ss, name: str) -> np.ndarray | None:
     return np.asarray(ss[name].values)
 
 
-def _divergences(ss, totals: dict) -> str | None:
+def _divergences(ss, totals: dict, ctx: Context | None = None) -> str | None:
     div = _stat(ss, "diverging")
     if div is not None:
         n, total = int(np.sum(div.astype(bool))), int(div.size)
@@ -223,12 +237,11 @@ def _divergences(ss, totals: dict) -> str | None:
         return None
     share = f" ({n / total:.1%} of {total} draws)" if total > 0 else ""
     return (f"{n} divergent transitions after warm-up{share} > 0 (Stan warns on any): the "
-            "integrator met curvature it cannot follow and the draws may be biased; try a "
-            "smaller step size (or a higher target_accept, e.g. 0.95, with adapt='window', "
-            "--adapt window), or reparameterise the posterior")
+            "integrator met curvature it cannot follow and the draws may be biased; "
+            + _advice.advise("divergences", ctx))
 
 
-def _fixed_points(ss) -> str | None:
+def _fixed_points(ss, ctx: Context | None = None) -> str | None:
     failed = _stat(ss, "fixed_point_failed")
     if failed is None or np.mean(failed) <= FIXED_POINT_SHARE_MAX:
         return None
@@ -236,7 +249,7 @@ def _fixed_points(ss) -> str | None:
             f"{beside(np.mean(failed), FIXED_POINT_SHARE_MAX, True)} of transitions > "
             f"{bound_text(FIXED_POINT_SHARE_MAX, True)}: the "
             "integrator is then neither exactly reversible nor volume-preserving and the draws "
-            "may be biased; raise fixed_point_steps or lower the step size")
+            "may be biased; " + _advice.advise("fixed_points", ctx))
 
 
 def _coords(ds, still: dict) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -254,7 +267,7 @@ def _coords(ds, still: dict) -> tuple[np.ndarray, np.ndarray, list[str]]:
     return np.concatenate(values), np.concatenate(fixed), labels
 
 
-def _rhat(conv: dict, still: dict, where: str = "") -> str | None:
+def _rhat(conv: dict, still: dict, where: str = "", ctx: Context | None = None) -> str | None:
     if conv.get("r_hat") is None:
         return None
     r, fixed, labels = _coords(conv["r_hat"], still)
@@ -268,13 +281,13 @@ def _rhat(conv: dict, still: dict, where: str = "") -> str | None:
             f"split R-hat; Vehtari et al. 2021) on {int(bad.sum())} of {r.size} coordinates"
             f"{where} "
             f"(worst: {labels[worst]}): the "
-            "chains disagree and have not mixed; run a longer warm-up and more draws, or look "
-            "for multimodality or a badly scaled posterior")
+            "chains disagree and have not mixed; " + _advice.advise("rhat", ctx))
 
 
-def _ess(conv: dict, still: dict, n_chains: int, where: str = "") -> str | None:
+def _ess(conv: dict, still: dict, n_chains: int, where: str = "",
+         ctx: Context | None = None) -> str | None:
     threshold = ESS_PER_CHAIN_MIN * n_chains
-    parts, n_bad, n = [], None, 0
+    parts, n_bad, n, lowest = [], None, 0, np.inf
     for kind in ("bulk", "tail"):
         e, fixed, labels = _coords(conv[f"ess_{kind}"], still)
         e = np.where(fixed, 0.0, e)  # a coordinate that never moved: no effective draws
@@ -283,18 +296,17 @@ def _ess(conv: dict, still: dict, n_chains: int, where: str = "") -> str | None:
         n_bad = low if n_bad is None else (n_bad | low)
         if low.any():
             worst = int(np.nanargmin(np.where(low, e, np.inf)))
+            lowest = min(lowest, float(e[worst]))
             parts.append(f"{kind} ESS min {beside(e[worst], threshold)} ({labels[worst]})")
     if not parts:
         return None
     return (f"{', '.join(parts)} < {threshold} (100 per chain × {n_chains} chains; Vehtari et "
             f"al. 2021) on {int(n_bad.sum())} of {n} coordinates{where}: the chains are too "
-            "short or "
-            "mix too slowly for reliable estimates; run more draws, or tune the sampler "
-            "(step size, trajectory length, a warm-up adaptation, or sampler='nuts', "
-            "--sampler nuts)")
+            "short or mix too slowly for reliable estimates; "
+            + _advice.advise("ess", ctx, ess_factor=threshold / max(lowest, 1.0)))
 
 
-def _tree_depth(ss, attrs) -> str | None:
+def _tree_depth(ss, attrs, ctx: Context | None = None) -> str | None:
     depth = _stat(ss, "tree_depth")
     if depth is None or depth.size == 0:
         return None
@@ -312,9 +324,7 @@ def _tree_depth(ss, attrs) -> str | None:
     return (f"NUTS tree depth at its maximum {max_depth} in "
             f"{beside(share, TREE_DEPTH_SHARE_MAX, True)} of sampling "
             f"transitions > {bound_text(TREE_DEPTH_SHARE_MAX, True)}: trajectories were cut "
-            "short before they turned; raise max_tree_depth (--max-tree-depth), or use a "
-            "dense metric "
-            "(dense_mass=True, --dense-mass) or reparameterise the posterior")
+            "short before they turned; " + _advice.advise("tree_depth", ctx))
 
 
 def gibbs_within_hmc(attrs) -> bool:
@@ -327,7 +337,7 @@ def gibbs_within_hmc(attrs) -> bool:
     return sampler.startswith("neal") or sampler.endswith("_gibbs")
 
 
-def _ebfmi(idata, ss) -> str | None:
+def _ebfmi(idata, ss, ctx: Context | None = None) -> str | None:
     if gibbs_within_hmc(idata.posterior.attrs):
         return None  # the energy of a conditional that changes between transitions
     energy = _stat(ss, "energy")
@@ -342,35 +352,30 @@ def _ebfmi(idata, ss) -> str | None:
     return (f"E-BFMI {beside(np.min(bfmi[low]), EBFMI_MIN)} < {bound_text(EBFMI_MIN)} "
             f"(Betancourt 2016) in chain(s) {', '.join(map(str, low))}: momentum "
             "resampling explores the energy poorly "
-            "(heavy tails or a badly adapted metric); try a longer warm-up, a dense metric "
-            "(dense_mass=True, --dense-mass), or reparameterise the posterior")
+            "(heavy tails or a badly adapted metric); " + _advice.advise("ebfmi", ctx))
 
 
-def _acceptance(ss, totals: dict) -> str | None:
+def _acceptance(ss, totals: dict, ctx: Context | None = None) -> str | None:
     acc = _stat(ss, "acceptance_rate")
     mean = float(np.nanmean(acc)) if acc is not None and acc.size else totals.get("accept_mean")
     if mean is None or not np.isfinite(mean):
         return None
     if mean < ACCEPT_MIN:
         return (f"mean acceptance {beside(mean, ACCEPT_MIN)} < {bound_text(ACCEPT_MIN)}: "
-                "almost every proposal was rejected; reduce the step size (or let the "
-                "warm-up adapt it: adapt='window', "
-                "--adapt window)")
+                "almost every proposal was rejected; " + _advice.advise("accept_low", ctx))
     if mean > ACCEPT_MAX:
         return (f"mean acceptance {beside(mean, ACCEPT_MAX)} > {bound_text(ACCEPT_MAX)}: "
                 "almost every proposal was accepted, so the step size is probably far too "
-                "small and the chains crawl; "
-                "increase the step size (or let the warm-up adapt it: adapt='window', "
-                "--adapt window)")
+                "small and the chains crawl; " + _advice.advise("accept_high", ctx))
     return None
 
 
-def _stuck(post) -> str | None:
+def _stuck(post, ctx: Context | None = None) -> str | None:
     stuck = stuck_chains(post)
     if not stuck:
         return None
     n = post.sizes.get("chain", 1)
     return (f"{len(stuck)} of {n} chains never moved (chain{'s' if len(stuck) > 1 else ''} "
             f"{', '.join(map(str, stuck))}: every draw equals the chain's first): the sampler "
-            "rejected every proposal, or the log density is flat or not finite there; reduce "
-            "the step size, and check the log density at the initial point")
+            "rejected every proposal, or the log density is flat or not finite there; "
+            + _advice.advise("stuck", ctx))

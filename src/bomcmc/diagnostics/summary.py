@@ -74,7 +74,7 @@ def flat_ess(idata, method: str = "bulk") -> np.ndarray:
     return np.concatenate([np.asarray(ess[v]).ravel() for v in ess.data_vars])
 
 
-def summarize(idata, totals: dict | None = None) -> dict:
+def summarize(idata, totals: dict | None = None, context=None) -> dict:
     """Per-variable mean, sd, MCSE, bulk/tail ESS, R-hat; per-run efficiency; the warnings of
     `check_run`. A coordinate constant within every chain has ESS and MCSE NaN, and counts as
     ESS 0 in the run's figures.
@@ -83,7 +83,8 @@ def summarize(idata, totals: dict | None = None) -> dict:
     (`checks.kept`: a network fit's burn-in is dropped, "burn_in_dropped" says how many). A
     network run's function-space quantities (`checks.function_space`) come under
     "function_space", first in the table; its weights stay under "variables", with
-    "identifiable": False."""
+    "identifiable": False. `context`: for whom the warnings' advice is written
+    (`advice.Context`; by default the run's sampler, in Python keywords)."""
     idata, totals = kept(idata, totals if totals is not None else run_totals(idata))
     post = idata.posterior
     judged = function_space(idata)
@@ -120,7 +121,7 @@ def summarize(idata, totals: dict | None = None) -> dict:
         "lp": log_density_summary(idata),
         "burn_in_dropped": post.attrs.get("burn_in_dropped"),
     }
-    out = {"variables": variables, "run": run, "warnings": check_run(idata, totals, conv)}
+    out = {"variables": variables, "run": run, "warnings": check_run(idata, totals, conv, context)}
     if judged is not None:
         out["function_space"] = _variables(judged, fs_conv)
     return clean_json(out)

@@ -11,14 +11,16 @@ import dataclasses
 import os
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import jax
 
-from .. import distributed, registry
+from .. import distributed, registry, schemas
 from ..config import default_compilation_cache, set_float64
 from ..diagnostics import SamplingWarning, check_run
+from ..diagnostics import advice
 from ..errors import BomcmcError
 from ..kernels.base import Kernel
 from ..options import SamplerConfig
@@ -26,7 +28,7 @@ from ..posterior import Posterior, flatten
 from ..store import ChunkRecord, DiskStore, MemoryStore, read_json
 from ..tuning.base import Tuner
 from .assemble import assemble, tuner_history
-from .engine import Run
+from .engine import Run, make_knobs
 from .host_loop import default_buffer, execute, show_progress, unpack
 from .spec import RunSpec, json_config
 
@@ -34,16 +36,23 @@ from .spec import RunSpec, json_config
 @dataclasses.dataclass
 class SampleResult:
     """What `sample` and `resume` return: `.idata` (ArviZ InferenceData), `.totals` (gradient
-    evaluations, seconds, divergences), `.path` (the run directory, if any)."""
+    evaluations, seconds, divergences), `.path` (the run directory, if any), `.advice` (the
+    sampler that ran, for which the warnings' advice is written: `diagnostics.advice`)."""
 
     idata: Any
     totals: dict
     path: Path | None = None
+    advice: advice.Context | None = dataclasses.field(default=None, repr=False)
+
+    def __getstate__(self) -> dict:
+        """A pickled result leaves out `advice`, whose check holds the sampler's kernel (a
+        fitted estimator pickles its result)."""
+        return {**self.__dict__, "advice": None}
 
     def summary(self) -> dict:
         from ..diagnostics import summarize
 
-        return summarize(self.idata, self.totals)
+        return summarize(self.idata, self.totals, self.advice)
 
 
 def default_tuner(run: Run, states) -> None:
@@ -147,10 +156,51 @@ def _finish(run: Run, store, t_start: float, t_loop: float) -> SampleResult:
     else:
         totals["wall_s_total"] = time.perf_counter() - t_start
     distributed.barrier("bomcmc: run assembled")
-    for msg in check_run(idata, totals):
+    context = advice_context(run, idata)
+    for msg in check_run(idata, totals, context=context):
         # stacklevel 4: _finish <- sample/resume <- the face (bomcmc.public) <- the caller
         warnings.warn(msg, SamplingWarning, stacklevel=4)
-    return SampleResult(idata=idata, totals=totals, path=store.path)
+    return SampleResult(idata=idata, totals=totals, path=store.path, advice=context)
+
+
+def advice_context(run: Run, idata, interface: str = advice.PYTHON) -> advice.Context:
+    """The context of the warnings' advice for a run: its sampler and options, the interface
+    in use, and a check that an advised option is accepted (`accepts`)."""
+    ctx = advice.from_run(idata.posterior.attrs, idata.sample_stats, interface)
+    return ctx._replace(takes=partial(accepts, run.sampler, run.spec, run.flat.source,
+                                      run.flat.dim))
+
+
+def accepts(sampler: registry.Sampler, spec: RunSpec, posterior: Posterior, dim: int,
+            remedy: dict) -> bool:
+    """Whether the run of `sampler` with `spec`'s options, and those of `remedy` (options of
+    the sampler, or of the run: draws, warmup, adapt, sampler, which switches to another), is
+    accepted: `registry.configure` of the options, their declared kinds and choices, and the
+    kernel's knobs built; a BomcmcError (a ValueError) where it is not."""
+    cfg = spec.config
+    tuner_given = sampler.tunes_itself and cfg.tuner_options is None
+    own = {**cfg.knobs, **(cfg.tuner_options or {}), **cfg.adapter_options}
+    adapt = cfg.adapt
+    if "sampler" in remedy and registry.canonical(remedy["sampler"]) != sampler.name:
+        own_default = sampler.adapter if spec.warmup > 0 else None
+        adapt = "auto" if adapt == own_default else adapt  # the user's adapter goes along
+        sampler = registry.get(remedy["sampler"], posterior)
+        tuner_given = False
+    options = {**own, **{k: v for k, v in remedy.items() if k not in advice.RUN_KEYS}}
+    warmup = int(remedy.get("warmup", spec.warmup))
+    config = registry.configure(sampler, options, warmup=warmup,
+                                adapt=remedy.get("adapt", adapt), tuner_given=tuner_given)
+    if config.adapt is not None and warmup == 0:
+        return False
+    schemas_ = (sampler.knobs or ()) + (sampler.tuner_options if config.tuner_options is not None
+                                        else ())
+    if config.adapt is not None:
+        schemas_ += schemas.adapter_options(config.adapt)
+    if sampler.knobs is not None and not advice.values_ok(options, {o.name: o for o in schemas_}):
+        return False
+    if sampler.kernel is not None:
+        make_knobs(sampler.kernel, dim, config.knobs)
+    return True
 
 
 def _preload_arviz() -> None:

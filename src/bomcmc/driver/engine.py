@@ -64,11 +64,32 @@ def build_chunk_fn(
     return build(flat.logdensity_fn, kernel, chunk_size, warmup, adapter)
 
 
-def _make_knobs(kernel: Kernel, dim: int, knobs: dict):
+def make_knobs(kernel: Kernel, dim: int, knobs: dict):
+    """The kernel's knobs for `dim` dimensions from a user's `knobs`; a keyword the kernel
+    does not take (a bare kernel has no declared schema to check it against first) is one
+    line naming the option and those the kernel takes, never Python's TypeError text."""
     try:
         return kernel.make_knobs(dim, **knobs)
     except TypeError as e:
-        raise BomcmcError(f"sampler '{kernel.name}': {e}") from None
+        raise BomcmcError(_knobs_refused(kernel, knobs, e)) from None
+
+
+def _knobs_refused(kernel: Kernel, knobs: dict, error: TypeError) -> str:
+    import inspect
+
+    name = f"sampler '{kernel.name}'"
+    try:
+        params = list(inspect.signature(kernel.make_knobs).parameters.values())[1:]
+    except (TypeError, ValueError):
+        params = None
+    if params is not None and all(p.kind != p.VAR_KEYWORD for p in params):
+        takes = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        unknown = sorted(set(knobs) - set(takes))
+        if unknown:
+            return (f"{name} does not take {', '.join(unknown)} (it takes: "
+                    f"{', '.join(takes) if takes else 'no options'})")
+    given = ", ".join(sorted(knobs)) or "no options"
+    return f"{name} cannot use the options given ({given}): a value has the wrong type"
 
 
 class Run:
@@ -88,7 +109,7 @@ class Run:
         self.adapter = get_adapter(cfg.adapt, cfg.adapter_options) if cfg.adapt else None
         if self.adapter is not None and spec.warmup == 0:
             raise BomcmcError(f"adapt='{cfg.adapt}' needs warmup > 0")
-        one = _make_knobs(self.kernel, self.flat.dim, cfg.knobs)
+        one = make_knobs(self.kernel, self.flat.dim, cfg.knobs)
         self.knobs = jax.tree_util.tree_map(
             lambda a: np.broadcast_to(a, (spec.chains,) + np.shape(a)).copy(), one
         )
