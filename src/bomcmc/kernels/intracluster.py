@@ -44,6 +44,7 @@ import numpy as np
 
 from ..config import float_dtype
 from ..errors import BomcmcError
+from . import sum_tree
 from .base import Kernel
 
 
@@ -79,22 +80,18 @@ class Proposal(NamedTuple):
     path: jax.Array  # (2·k_max,) flipped spins in order, −1 after 2k
 
 
-def _log_weights(s, h, gamma):
-    return -jax.nn.softplus(gamma * 2.0 * s * h[:-1])  # log w_γ = −softplus(γ ΔE)
+def _leaves(s, h, c, gamma, index):
+    """Rows (m, 2) of the walk's sum tree for the spins `index` (the dummy spin N allowed):
+    log w_γ = −softplus(γ ΔE_i) in column 0 if i ∈ D(s), in column 1 if i ∈ U(s), −inf in
+    the other column (and in both for the dummy)."""
+    n = s.shape[0]
+    j = jnp.minimum(index, n - 1)
+    logw = jnp.where(index < n, -jax.nn.softplus(gamma * 2.0 * s[j] * h[index]), -jnp.inf)
+    down = s[j] != c[j]
+    return jnp.stack([jnp.where(down, logw, -jnp.inf), jnp.where(down, -jnp.inf, logw)], -1)
 
 
-def _masked_logsumexp(logw, mask):
-    return jax.scipy.special.logsumexp(jnp.where(mask, logw, -jnp.inf))
-
-
-def _choose(key, logits):
-    """An index drawn with probability ∝ exp(logits) by inverting the cumulative weights:
-    one uniform per draw (a Gumbel draw would need one per spin)."""
-    w = jnp.exp(logits - jnp.max(logits))  # 0 outside the candidates
-    cdf = jnp.cumsum(w)
-    u = jax.random.uniform(key, (), w.dtype) * cdf[-1]
-    i = jnp.minimum(jnp.searchsorted(cdf, u, side="right"), w.shape[0] - 1)
-    return jnp.where(w[i] > 0, i, jnp.argmax(w))  # u·total rounded up to the last plateau
+DOWN, UP = 0, 1  # the sum tree's columns: the candidates of a down step, of an up step
 
 
 def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
@@ -105,27 +102,29 @@ def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
     cpl = jnp.asarray(model.couplings, dtype)
     gamma = jnp.asarray(gamma, dtype)
     h = jnp.concatenate([h_eff, jnp.zeros((1,), dtype)])
+    everyone = jnp.arange(s.shape[0] + 1)
 
     def step(t, carry, down: bool):
-        s, h, logw, log_f, log_r, d_e, path = carry  # logw: the weights at (s, h)
-        mask = (s != c) if down else (s == c)
-        logits = jnp.where(mask, logw, -jnp.inf)
-        i = _choose(jax.random.fold_in(key, t + (0 if down else k_max)), logits)
-        log_f = log_f + logits[i] - jax.scipy.special.logsumexp(logits)
+        s, h, tree, log_f, log_r, d_e, path = carry  # tree: the weights at (s, h)
+        col, back = (DOWN, UP) if down else (UP, DOWN)  # back: the reverse step's candidates
+        u = jax.random.uniform(jax.random.fold_in(key, t + (0 if down else k_max)), (), dtype)
+        i = sum_tree.descend(tree, u, col)
+        log_f = log_f + sum_tree.log_leaf(tree, i, col) - sum_tree.log_total(tree, col)
         s_i = s[i]
         d_e = d_e + 2.0 * s_i * h[i]
         s = s.at[i].set(-s_i)
         h = h.at[nbr[i]].add(-2.0 * s_i * cpl[i])
         h = h.at[-1].set(0.0)  # the dummy spin's field stays 0
-        logw = _log_weights(s, h, gamma)
-        back = (s == c) if down else (s != c)  # the reverse step's candidates
-        log_r = log_r + logw[i] - _masked_logsumexp(logw, back)
+        changed = jnp.concatenate([i[None], nbr[i]])  # i changes set and weight; nbrs weight
+        tree = sum_tree.update(tree, changed, _leaves(s, h, c, gamma, changed))
+        log_r = log_r + sum_tree.log_leaf(tree, i, back) - sum_tree.log_total(tree, back)
         path = path.at[t + (0 if down else k)].set(i.astype(jnp.int32))
-        return s, h, logw, log_f, log_r, d_e, path
+        return s, h, tree, log_f, log_r, d_e, path
 
     zero = jnp.zeros((), dtype)
     path = jnp.full((2 * k_max,), -1, jnp.int32)
-    carry = (s, h, _log_weights(s, h, gamma), zero, zero, zero, path)
+    tree = sum_tree.build(_leaves(s, h, c, gamma, everyone))
+    carry = (s, h, tree, zero, zero, zero, path)
     carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, True), carry)
     carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, False), carry)
     s1, h1, _, log_f, log_r, d_e, path = carry
@@ -142,10 +141,11 @@ def select(key, knobs: IMKnobs) -> tuple[jax.Array, jax.Array]:
     return knobs.k[j], knobs.gamma[j]
 
 
-def im_kernel(model, name: str = "im", k_max: int | None = None) -> Kernel:
+def im_kernel(model, name: str = "im", k_max: int | None = None, proposal=propose) -> Kernel:
     """The IM `Kernel` for a spin model. Knobs: k (integers 1 ≤ k ≤ k_max, default
     min(n, N − n)) and gamma (≥ 0), each a number or a sequence of the policy's M settings
-    (a number is repeated; every move draws one setting uniformly)."""
+    (a number is repeated; every move draws one setting uniformly). `proposal` has the
+    signature of `propose` (the benchmark passes the O(N)-per-flip walk it compares)."""
     n_spins, n_flipped = int(model.fields.shape[0]), int(model.n_flipped)
     limit = min(n_flipped, n_spins - n_flipped)
     k_max = limit if k_max is None else int(k_max)
@@ -163,7 +163,7 @@ def im_kernel(model, name: str = "im", k_max: int | None = None) -> Kernel:
         s0 = state.position
         dtype = s0.dtype
         k, gamma = select(key, knobs)
-        prop = propose(model, k_walk, s0, state.h_eff, k, gamma, k_max)
+        prop = proposal(model, k_walk, s0, state.h_eff, k, gamma, k_max)
         log_alpha = -beta * prop.delta_energy + prop.log_reverse - prop.log_forward
         accept_prob = jnp.exp(jnp.minimum(0.0, log_alpha))
         accept = jax.random.uniform(k_acc, (), dtype) < accept_prob
