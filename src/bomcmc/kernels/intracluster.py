@@ -94,41 +94,87 @@ def _leaves(s, h, c, gamma, index):
 DOWN, UP = 0, 1  # the sum tree's columns: the candidates of a down step, of an up step
 
 
+class _Walk(NamedTuple):
+    s: jax.Array
+    h: jax.Array  # (N + 1,): the dummy spin's field last
+    tree: jax.Array  # the sum tree of the weights at (s, h): columns DOWN and UP
+    i: jax.Array  # the spin the next step flips
+    log_f: jax.Array
+    log_r: jax.Array
+    d_e: jax.Array
+    path: jax.Array
+
+
 def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
-    """One IM proposal from (s, h_eff) with walk length k ≤ k_max (module docstring)."""
+    """One IM proposal from (s, h_eff) with walk length k ≤ k_max (module docstring).
+
+    Under `vmap` (one proposal per chain) the chains walk in lockstep for the batch's
+    longest k, a chain past its own k standing still (`_lockstep`); vmap's rule for a loop
+    whose length differs between chains would instead select between the old and the new
+    carry, the whole tree included, at every flip."""
     dtype = s.dtype
     c = jnp.asarray(model.reference, dtype)
     nbr = jnp.asarray(model.neighbors)
     cpl = jnp.asarray(model.couplings, dtype)
-    gamma = jnp.asarray(gamma, dtype)
-    h = jnp.concatenate([h_eff, jnp.zeros((1,), dtype)])
-    everyone = jnp.arange(s.shape[0] + 1)
 
-    def step(t, carry, down: bool):
-        s, h, tree, log_f, log_r, d_e, path = carry  # tree: the weights at (s, h)
-        col, back = (DOWN, UP) if down else (UP, DOWN)  # back: the reverse step's candidates
-        u = jax.random.uniform(jax.random.fold_in(key, t + (0 if down else k_max)), (), dtype)
-        i = sum_tree.descend(tree, u, col)
-        log_f = log_f + sum_tree.log_leaf(tree, i, col) - sum_tree.log_total(tree, col)
-        s_i = s[i]
-        d_e = d_e + 2.0 * s_i * h[i]
-        s = s.at[i].set(-s_i)
-        h = h.at[nbr[i]].add(-2.0 * s_i * cpl[i])
+    def choose(w: _Walk, key, t, col, active):
+        """The spin of step t among the column's candidates; its log probability joins log f
+        where the step is taken."""
+        u = jax.random.uniform(jax.random.fold_in(key, t + (0 if col == DOWN else k_max)), (),
+                               dtype)
+        i = sum_tree.descend(w.tree, u, col)
+        log_p = sum_tree.log_leaf(w.tree, i, col) - sum_tree.log_total(w.tree, col)
+        return w._replace(i=jnp.where(active, i, w.i),
+                          log_f=w.log_f + jnp.where(active, log_p, 0.0))
+
+    def begin(key, s, h_eff, gamma):
+        h = jnp.concatenate([h_eff, jnp.zeros((1,), dtype)])
+        tree = sum_tree.build(_leaves(s, h, c, gamma, jnp.arange(s.shape[0] + 1)))
+        zero = jnp.zeros((), dtype)
+        w = _Walk(s, h, tree, jnp.zeros((), jnp.int32), zero, zero, zero,
+                  jnp.full((2 * k_max,), -1, jnp.int32))
+        return choose(w, key, 0, DOWN, True)
+
+    def step(w: _Walk, key, k, gamma, t, col, back):
+        """Flip the chosen spin (a no-op past the chain's k), then choose the next: the tree
+        is read only after it is rewritten, which lets XLA rewrite it in place."""
+        active = t < k
+        i, s_i = w.i, w.s[w.i]
+        s = w.s.at[i].set(jnp.where(active, -s_i, s_i))
+        h = w.h.at[nbr[i]].add(jnp.where(active, -2.0 * s_i, 0.0) * cpl[i])
         h = h.at[-1].set(0.0)  # the dummy spin's field stays 0
         changed = jnp.concatenate([i[None], nbr[i]])  # i changes set and weight; nbrs weight
-        tree = sum_tree.update(tree, changed, _leaves(s, h, c, gamma, changed))
-        log_r = log_r + sum_tree.log_leaf(tree, i, back) - sum_tree.log_total(tree, back)
-        path = path.at[t + (0 if down else k)].set(i.astype(jnp.int32))
-        return s, h, tree, log_f, log_r, d_e, path
+        tree = sum_tree.update(w.tree, changed, _leaves(s, h, c, gamma, changed), active)
+        log_r = sum_tree.log_leaf(tree, i, back) - sum_tree.log_total(tree, back)
+        d_e = -2.0 * s[i] * h[i]  # = 2 s_i h_i before the flip: h_i does not depend on s_i
+        at = t + (0 if col == DOWN else k)
+        w = _Walk(s, h, tree, i, w.log_f, w.log_r + jnp.where(active, log_r, 0.0),
+                  w.d_e + jnp.where(active, d_e, 0.0),
+                  w.path.at[at].set(jnp.where(active, i, w.path[at])))
+        w = choose(w, key, t + 1, col, t + 1 < k)
+        return choose(w, key, 0, UP, t + 1 == k) if col == DOWN else w  # the up walk's first
 
-    zero = jnp.zeros((), dtype)
-    path = jnp.full((2 * k_max,), -1, jnp.int32)
-    tree = sum_tree.build(_leaves(s, h, c, gamma, everyone))
-    carry = (s, h, tree, zero, zero, zero, path)
-    carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, True), carry)
-    carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, False), carry)
-    s1, h1, _, log_f, log_r, d_e, path = carry
-    return Proposal(s1, h1, log_f, log_r, d_e, path)
+    def lockstep(key, s, h_eff, k, gamma):
+        """The proposals of a batch of chains (every argument with a leading chain axis)."""
+        w = jax.vmap(begin)(key, s, h_eff, gamma)
+        for col, back in ((DOWN, UP), (UP, DOWN)):
+            def body(t, w, col=col, back=back):
+                return jax.vmap(lambda *a: step(*a, t, col, back))(w, key, k, gamma)
+            w = jax.lax.fori_loop(0, jnp.max(k), body, w)
+        return Proposal(w.s, w.h, w.log_f, w.log_r, w.d_e, w.path)
+
+    @jax.custom_batching.custom_vmap
+    def walk(key, s, h_eff, k, gamma):
+        one = lockstep(*(jnp.asarray(x)[None] for x in (key, s, h_eff, k, gamma)))
+        return jax.tree_util.tree_map(lambda x: x[0], one)
+
+    @walk.def_vmap
+    def _lockstep(axis_size, in_batched, *args):
+        args = [x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
+                for x, b in zip(args, in_batched)]
+        return lockstep(*args), Proposal(*(True,) * len(Proposal._fields))
+
+    return walk(key, s, h_eff, jnp.asarray(k), jnp.asarray(gamma, dtype))
 
 
 POLICY_STREAM = 0x1F  # fold_in(key, ·) draws the policy's slot; the walk's keys are unchanged

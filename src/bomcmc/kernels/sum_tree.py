@@ -41,15 +41,18 @@ def build(log_weights) -> jax.Array:
     return jnp.concatenate([unused] + levels[::-1])
 
 
-def update(tree, index, log_weights) -> jax.Array:
+def update(tree, index, log_weights, active=True) -> jax.Array:
     """The tree with leaves `index` (m,) set to `log_weights` (m, C), and every node above
     them recomputed, one level at a time for all m together. An index may repeat only with
-    equal weights (it is then written twice with the same values)."""
+    equal weights (it is then written twice with the same values). Where `active` is False
+    the tree comes back unchanged, at the same cost (each node rewritten with its own value),
+    so that a batch of trees can advance in lockstep."""
     node = jnp.asarray(index) + tree.shape[0] // 2
-    tree = tree.at[node].set(log_weights)
+    tree = tree.at[node].set(jnp.where(active, log_weights, tree[node]))
     for _ in range(_depth(tree)):
         node = node // 2
-        tree = tree.at[node].set(jnp.logaddexp(tree[2 * node], tree[2 * node + 1]))
+        new = jnp.logaddexp(tree[2 * node], tree[2 * node + 1])
+        tree = tree.at[node].set(jnp.where(active, new, tree[node]))
     return tree
 
 
