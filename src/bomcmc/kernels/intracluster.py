@@ -19,9 +19,15 @@ accepted with probability min{1, exp(−β ΔE + log f_rev − log f_fwd)}; a re
 the state as it was.
 
 The effective fields h^eff are carried in the state and updated per flip through the
-neighbour lists (O(degree) per flip); choosing a spin needs the weights of all candidates
-(O(N) per step). k and γ are runtime knobs (the walk's loop runs k times with k traced), so
-changing them never recompiles. Kawasaki dynamics is the move with k = 1 and γ = 0: a random
+neighbour lists (O(degree) per flip). The weights w_γ live in a sum tree (`sum_tree.py`,
+Wong & Easton 1980) with two columns, D(s)'s weights and U(s)'s, built once per proposal
+(O(N), vectorised: γ may change between moves). A flip rewrites the rows of the flipped spin
+(which changes set) and of its neighbours (whose fields changed), O(degree · log N); choosing
+a spin is one descent with the step's uniform variate, which lands on the spin that inverting
+the cumulative weights in index order gives (the O(N) scan this replaced: the same draws from
+the same keys, but for rounding at an interval's edge); a step's forward and reverse
+probabilities are a leaf over the root. k and γ are runtime knobs (the walk's loop runs k
+times with k traced), so changing them never recompiles. Kawasaki dynamics is the move with k = 1 and γ = 0: a random
 spin of D exchanged with a random spin of U, with its exact proposal ratio.
 
 The knobs hold a policy: M settings (k_j, γ_j), and every move draws j uniformly (Mahendran
