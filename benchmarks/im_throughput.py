@@ -174,8 +174,8 @@ def main(argv=None):
         np_moves = args.numpy_moves / (time.perf_counter() - t)
         out["numpy"] = {"moves_per_s": np_moves, "flips_per_s": 2 * mean_k * np_moves,
                         "acceptance": accepted / args.numpy_moves}
-    out.update(model=model.name, dtype=str(starts.dtype), k=ks if len(ks) > 1 else ks[0], gamma=gamma,
-               chains=args.chains, moves=args.moves, reps=args.reps,
+    out.update(model=model.name, dtype=str(starts.dtype), k=ks if len(ks) > 1 else ks[0],
+               gamma=gamma, chains=args.chains, moves=args.moves, reps=args.reps,
                machine=platform.processor() or platform.machine(),
                jax_version=jax.__version__, devices=[str(d) for d in jax.devices()])
     print(json.dumps(out, indent=1))

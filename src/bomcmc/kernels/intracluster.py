@@ -27,8 +27,9 @@ a spin is one descent with the step's uniform variate, which lands on the spin t
 the cumulative weights in index order gives (the O(N) scan this replaced: the same draws from
 the same keys, but for rounding at an interval's edge); a step's forward and reverse
 probabilities are a leaf over the root. k and γ are runtime knobs (the walk's loop runs k
-times with k traced), so changing them never recompiles. Kawasaki dynamics is the move with k = 1 and γ = 0: a random
-spin of D exchanged with a random spin of U, with its exact proposal ratio.
+times with k traced), so changing them never recompiles. Kawasaki dynamics is the move with
+k = 1 and γ = 0: a random spin of D exchanged with a random spin of U, with its exact
+proposal ratio.
 
 The knobs hold a policy: M settings (k_j, γ_j), and every move draws j uniformly (Mahendran
 2011 §3.3, the randomised policy). Each setting's move leaves π invariant, so their uniform
@@ -119,9 +120,10 @@ def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
     whose length differs between chains would instead select between the old and the new
     carry, the whole tree included, at every flip."""
     dtype = s.dtype
-    c = jnp.asarray(model.reference, dtype)
-    nbr = jnp.asarray(model.neighbors)
-    cpl = jnp.asarray(model.couplings, dtype)
+    # NumPy constants, made arrays where they are used: the walk's vmap rule runs in a later
+    # trace than this function, and must not capture this trace's values
+    ref, nbrs, cpls = (np.asarray(model.reference, dtype), np.asarray(model.neighbors),
+                       np.asarray(model.couplings, dtype))
 
     def choose(w: _Walk, key, t, col, active):
         """The spin of step t among the column's candidates; its log probability joins log f
@@ -135,7 +137,8 @@ def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
 
     def begin(key, s, h_eff, gamma):
         h = jnp.concatenate([h_eff, jnp.zeros((1,), dtype)])
-        tree = sum_tree.build(_leaves(s, h, c, gamma, jnp.arange(s.shape[0] + 1)))
+        everyone = jnp.arange(s.shape[0] + 1)  # with the dummy spin, whose weight is 0
+        tree = sum_tree.build(_leaves(s, h, jnp.asarray(ref), gamma, everyone))
         zero = jnp.zeros((), dtype)
         w = _Walk(s, h, tree, jnp.zeros((), jnp.int32), zero, zero, zero,
                   jnp.full((2 * k_max,), -1, jnp.int32))
@@ -144,6 +147,7 @@ def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
     def step(w: _Walk, key, k, gamma, t, col, back):
         """Flip the chosen spin (a no-op past the chain's k), then choose the next: the tree
         is read only after it is rewritten, which lets XLA rewrite it in place."""
+        c, nbr, cpl = jnp.asarray(ref), jnp.asarray(nbrs), jnp.asarray(cpls)
         active = t < k
         i, s_i = w.i, w.s[w.i]
         s = w.s.at[i].set(jnp.where(active, -s_i, s_i))
