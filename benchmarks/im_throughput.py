@@ -1,12 +1,17 @@
-"""Throughput of the Intracluster-Move kernel: 64 vmapped chains in one jit against a plain
-NumPy loop of the same move (one chain at a time, incremental fields: what a physicist would
-write without a compiler), measured side by side in one process.
+"""Throughput of the Intracluster-Move kernel: the sum-tree walk against the O(N)-per-flip walk
+it replaced, both as 64 vmapped chains in one jit, timed alternately in one process, and a
+plain NumPy loop of the same move (one chain at a time, incremental fields: what a physicist
+would write without a compiler).
 
-    python benchmarks/im_throughput.py --side 60 --k 90 --moves 200 --out benchmarks/results/im-throughput.json
+    python benchmarks/im_throughput.py --model ising-60x60 --moves 50 --reps 3 --out benchmarks/results/im-throughput-ising60.json
+    python benchmarks/im_throughput.py --model spinglass-9x9x9 --moves 200 --reps 3 --out benchmarks/results/im-throughput-glass9.json
 
-Reports moves per second and spin flips per second (2k flips per move) for both, and their
-ratio. The NumPy loop is checked against the kernel: same model, same move, its acceptance
-rate within a few points of the kernel's.
+The knobs are the model's expert setting (Mahendran 2011 Table 4.1: k = 90, γ = 0.44 on the
+grid; k ~ U{1..25}, γ = 0.8 on the glass) unless --k and --gamma are given. Reports moves per
+second and spin flips per second for each, and the ratios. The two jax walks start from the
+same states with the same keys and must end in the same states (the tree's descent inverts
+the same cumulative weights with the same uniform); the NumPy loop's acceptance rate is
+printed beside the kernel's.
 """
 
 from __future__ import annotations
@@ -20,8 +25,57 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bomcmc.kernels.intracluster import im_kernel
-from bomcmc.models.spins import ising_grid
+from bomcmc.config import set_float64
+from bomcmc.kernels.intracluster import Proposal, im_kernel
+from bomcmc.models.spins import ising_grid, spin_glass
+
+
+def _dense_choose(key, logits):
+    """An index drawn with probability ∝ exp(logits) by inverting the cumulative weights."""
+    w = jnp.exp(logits - jnp.max(logits))  # 0 outside the candidates
+    cdf = jnp.cumsum(w)
+    u = jax.random.uniform(key, (), w.dtype) * cdf[-1]
+    i = jnp.minimum(jnp.searchsorted(cdf, u, side="right"), w.shape[0] - 1)
+    return jnp.where(w[i] > 0, i, jnp.argmax(w))  # u·total rounded up to the last plateau
+
+
+def dense_propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
+    """The IM proposal as it was before the sum tree: every flip recomputes the weights of all
+    N spins and sums them over the candidate sets (O(N) per flip). Same keys, same walk
+    (tests/test_kernels_intracluster.py checks the paths agree)."""
+    dtype = s.dtype
+    c = jnp.asarray(model.reference, dtype)
+    nbr = jnp.asarray(model.neighbors)
+    cpl = jnp.asarray(model.couplings, dtype)
+    gamma = jnp.asarray(gamma, dtype)
+    h = jnp.concatenate([h_eff, jnp.zeros((1,), dtype)])
+
+    def log_weights(s, h):
+        return -jax.nn.softplus(gamma * 2.0 * s * h[:-1])
+
+    def step(t, carry, down: bool):
+        s, h, logw, log_f, log_r, d_e, path = carry
+        logits = jnp.where((s != c) if down else (s == c), logw, -jnp.inf)
+        i = _dense_choose(jax.random.fold_in(key, t + (0 if down else k_max)), logits)
+        log_f = log_f + logits[i] - jax.scipy.special.logsumexp(logits)
+        s_i = s[i]
+        d_e = d_e + 2.0 * s_i * h[i]
+        s = s.at[i].set(-s_i)
+        h = h.at[nbr[i]].add(-2.0 * s_i * cpl[i])
+        h = h.at[-1].set(0.0)
+        logw = log_weights(s, h)
+        back = (s == c) if down else (s != c)
+        log_r = log_r + logw[i] - jax.scipy.special.logsumexp(jnp.where(back, logw, -jnp.inf))
+        path = path.at[t + (0 if down else k)].set(i.astype(jnp.int32))
+        return s, h, logw, log_f, log_r, d_e, path
+
+    zero = jnp.zeros((), dtype)
+    path = jnp.full((2 * k_max,), -1, jnp.int32)
+    carry = (s, h, log_weights(s, h), zero, zero, zero, path)
+    carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, True), carry)
+    carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, False), carry)
+    s1, h1, _, log_f, log_r, d_e, path = carry
+    return Proposal(s1, h1, log_f, log_r, d_e, path)
 
 
 def numpy_move(rng, s, h, nbr, cpl, c, beta, k, gamma):
@@ -49,59 +103,81 @@ def numpy_move(rng, s, h, nbr, cpl, c, beta, k, gamma):
     return False
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--side", type=int, default=60)
-    ap.add_argument("--k", type=int, default=90)
-    ap.add_argument("--chains", type=int, default=64)
-    ap.add_argument("--moves", type=int, default=200, help="moves per chain (jax)")
-    ap.add_argument("--numpy-moves", type=int, default=40, help="moves in total (numpy)")
-    ap.add_argument("--out")
-    args = ap.parse_args(argv)
-    model = ising_grid(args.side)
-    gamma = model.beta  # the expert's γ
-    kern = im_kernel(model)
-    post = model.posterior()
-    keys = jax.random.split(jax.random.PRNGKey(0), args.chains)
-    starts = jax.vmap(model.random_state)(keys)
-    states = jax.vmap(lambda x: kern.init(x, post.logdensity_fn))(starts)
-    knobs = kern.make_knobs(model.n, k=args.k, gamma=gamma)
+MODELS = {"ising-60x60": lambda: ising_grid(60), "spinglass-9x9x9": lambda: spin_glass(9)}
 
+
+def _runner(kern, post, knobs, chains, moves):
     @jax.jit
     def run(states, key):
         def body(st, key):
             st, info = jax.vmap(lambda s, kk: kern.step(kk, s, post.logdensity_fn, knobs))(
-                st, jax.random.split(key, args.chains))
+                st, jax.random.split(key, chains))
             return st, info.acceptance_rate
-        return jax.lax.scan(body, states, jax.random.split(key, args.moves))
+        return jax.lax.scan(body, states, jax.random.split(key, moves))
+    return run
 
-    t = time.perf_counter()
-    jax.block_until_ready(run(states, jax.random.PRNGKey(1)))
-    compile_s = time.perf_counter() - t
-    t = time.perf_counter()
-    _, acc = jax.block_until_ready(run(states, jax.random.PRNGKey(2)))
-    jax_s = time.perf_counter() - t
-    jax_moves = args.chains * args.moves / jax_s
 
-    rng = np.random.default_rng(0)
-    s = np.asarray(starts[0], float).copy()
-    h = np.concatenate([np.asarray(model.effective_fields(jnp.asarray(s))), [0.0]])
-    nbr, cpl, c = model.neighbors, model.couplings, model.reference
-    t = time.perf_counter()
-    accepted = sum(numpy_move(rng, s, h, nbr, cpl, c, model.beta, args.k, gamma)
-                   for _ in range(args.numpy_moves))
-    np_s = time.perf_counter() - t
-    np_moves = args.numpy_moves / np_s
-    out = {
-        "model": model.name, "k": args.k, "gamma": gamma, "chains": args.chains,
-        "jax": {"moves_per_s": jax_moves, "flips_per_s": 2 * args.k * jax_moves,
-                "compile_s": compile_s, "acceptance": float(np.mean(acc))},
-        "numpy": {"moves_per_s": np_moves, "flips_per_s": 2 * args.k * np_moves,
-                  "acceptance": accepted / args.numpy_moves},
-        "ratio_moves_per_s": jax_moves / np_moves,
-        "machine": platform.processor() or platform.machine(), "jax_version": jax.__version__,
-        "devices": [str(d) for d in jax.devices()],
-    }
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=sorted(MODELS), default="ising-60x60")
+    ap.add_argument("--k", type=int, nargs="+", help="walk lengths (default: the expert's)")
+    ap.add_argument("--gamma", type=float, help="bias γ (default: the expert's)")
+    ap.add_argument("--chains", type=int, default=64)
+    ap.add_argument("--moves", type=int, default=50, help="moves per chain per timed run")
+    ap.add_argument("--reps", type=int, default=3, help="timed runs of each walk, alternated")
+    ap.add_argument("--numpy-moves", type=int, default=20, help="moves in total (numpy)")
+    ap.add_argument("--float32", action="store_true", help="as `sample(float64=False)`")
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    set_float64(not args.float32)  # `sample`'s default is float64
+    model = MODELS[args.model]()
+    ks = args.k or list(model.expert[0])
+    gamma = model.expert[1] if args.gamma is None else args.gamma
+    post = model.posterior()
+    keys = jax.random.split(jax.random.PRNGKey(0), args.chains)
+    starts = jax.vmap(model.random_state)(keys)
+    walks = {"tree": im_kernel(model), "dense": im_kernel(model, proposal=dense_propose)}
+    knobs = jax.tree.map(jnp.asarray, walks["tree"].make_knobs(model.n, k=ks, gamma=gamma))
+    states = jax.vmap(lambda x: walks["tree"].init(x, post.logdensity_fn))(starts)
+    runs, out = {}, {}
+    for name, kern in walks.items():
+        runs[name] = _runner(kern, post, knobs, args.chains, args.moves)
+        t = time.perf_counter()
+        jax.block_until_ready(runs[name](states, jax.random.PRNGKey(1)))
+        out[name] = {"compile_s": time.perf_counter() - t, "seconds": []}
+    ends = {}
+    for rep in range(args.reps):
+        for name in walks:  # alternated, so that the machine's load hits both alike
+            t = time.perf_counter()
+            end, acc = jax.block_until_ready(runs[name](states, jax.random.PRNGKey(2 + rep)))
+            out[name]["seconds"].append(time.perf_counter() - t)
+            out[name]["acceptance"] = float(np.mean(acc))
+            ends[name] = end.position
+        same = bool(jnp.all(ends["tree"] == ends["dense"]))
+        out.setdefault("same_end_states", []).append(same)
+    mean_k = float(np.mean(ks))
+    for name in walks:
+        best = min(out[name]["seconds"])  # the least disturbed of the alternated runs
+        moves = args.chains * args.moves / best
+        out[name].update(moves_per_s=moves, flips_per_s=2 * mean_k * moves)
+    per_rep = [d / t for t, d in zip(out["tree"]["seconds"], out["dense"]["seconds"])]
+    out.update(ratio_moves_per_s=out["tree"]["moves_per_s"] / out["dense"]["moves_per_s"],
+               ratio_per_rep=per_rep)
+    if args.numpy_moves:
+        rng = np.random.default_rng(0)
+        s = np.asarray(starts[0], float).copy()
+        h = np.concatenate([np.asarray(model.effective_fields(jnp.asarray(s))), [0.0]])
+        t = time.perf_counter()
+        accepted = sum(numpy_move(rng, s, h, model.neighbors, model.couplings, model.reference,
+                                  model.beta, int(rng.choice(ks)), gamma)
+                       for _ in range(args.numpy_moves))
+        np_moves = args.numpy_moves / (time.perf_counter() - t)
+        out["numpy"] = {"moves_per_s": np_moves, "flips_per_s": 2 * mean_k * np_moves,
+                        "acceptance": accepted / args.numpy_moves}
+    out.update(model=model.name, dtype=str(starts.dtype), k=ks if len(ks) > 1 else ks[0],
+               gamma=gamma, chains=args.chains, moves=args.moves, reps=args.reps,
+               machine=platform.processor() or platform.machine(),
+               jax_version=jax.__version__, devices=[str(d) for d in jax.devices()])
     print(json.dumps(out, indent=1))
     if args.out:
         with open(args.out, "w") as f:

@@ -19,10 +19,17 @@ accepted with probability min{1, exp(−β ΔE + log f_rev − log f_fwd)}; a re
 the state as it was.
 
 The effective fields h^eff are carried in the state and updated per flip through the
-neighbour lists (O(degree) per flip); choosing a spin needs the weights of all candidates
-(O(N) per step). k and γ are runtime knobs (the walk's loop runs k times with k traced), so
-changing them never recompiles. Kawasaki dynamics is the move with k = 1 and γ = 0: a random
-spin of D exchanged with a random spin of U, with its exact proposal ratio.
+neighbour lists (O(degree) per flip). The weights w_γ live in a sum tree (`sum_tree.py`,
+Wong & Easton 1980) with two columns, D(s)'s weights and U(s)'s, built once per proposal
+(O(N), vectorised: γ may change between moves). A flip rewrites the rows of the flipped spin
+(which changes set) and of its neighbours (whose fields changed), O(degree · log N); choosing
+a spin is one descent with the step's uniform variate, which lands on the spin that inverting
+the cumulative weights in index order gives (the O(N) scan this replaced: the same draws from
+the same keys, but for rounding at an interval's edge); a step's forward and reverse
+probabilities are a leaf over the root. k and γ are runtime knobs (the walk's loop runs k
+times with k traced), so changing them never recompiles. Kawasaki dynamics is the move with
+k = 1 and γ = 0: a random spin of D exchanged with a random spin of U, with its exact
+proposal ratio.
 
 The knobs hold a policy: M settings (k_j, γ_j), and every move draws j uniformly (Mahendran
 2011 §3.3, the randomised policy). Each setting's move leaves π invariant, so their uniform
@@ -44,6 +51,7 @@ import numpy as np
 
 from ..config import float_dtype
 from ..errors import BomcmcError
+from . import sum_tree
 from .base import Kernel
 
 
@@ -79,57 +87,104 @@ class Proposal(NamedTuple):
     path: jax.Array  # (2·k_max,) flipped spins in order, −1 after 2k
 
 
-def _log_weights(s, h, gamma):
-    return -jax.nn.softplus(gamma * 2.0 * s * h[:-1])  # log w_γ = −softplus(γ ΔE)
+def _leaves(s, h, c, gamma, index):
+    """Rows (m, 2) of the walk's sum tree for the spins `index` (the dummy spin N allowed):
+    log w_γ = −softplus(γ ΔE_i) in column 0 if i ∈ D(s), in column 1 if i ∈ U(s), −inf in
+    the other column (and in both for the dummy)."""
+    n = s.shape[0]
+    j = jnp.minimum(index, n - 1)
+    logw = jnp.where(index < n, -jax.nn.softplus(gamma * 2.0 * s[j] * h[index]), -jnp.inf)
+    down = s[j] != c[j]
+    return jnp.stack([jnp.where(down, logw, -jnp.inf), jnp.where(down, -jnp.inf, logw)], -1)
 
 
-def _masked_logsumexp(logw, mask):
-    return jax.scipy.special.logsumexp(jnp.where(mask, logw, -jnp.inf))
+DOWN, UP = 0, 1  # the sum tree's columns: the candidates of a down step, of an up step
 
 
-def _choose(key, logits):
-    """An index drawn with probability ∝ exp(logits) by inverting the cumulative weights:
-    one uniform per draw (a Gumbel draw would need one per spin)."""
-    w = jnp.exp(logits - jnp.max(logits))  # 0 outside the candidates
-    cdf = jnp.cumsum(w)
-    u = jax.random.uniform(key, (), w.dtype) * cdf[-1]
-    i = jnp.minimum(jnp.searchsorted(cdf, u, side="right"), w.shape[0] - 1)
-    return jnp.where(w[i] > 0, i, jnp.argmax(w))  # u·total rounded up to the last plateau
+class _Walk(NamedTuple):
+    s: jax.Array
+    h: jax.Array  # (N + 1,): the dummy spin's field last
+    tree: jax.Array  # the sum tree of the weights at (s, h): columns DOWN and UP
+    i: jax.Array  # the spin the next step flips
+    log_f: jax.Array
+    log_r: jax.Array
+    d_e: jax.Array
+    path: jax.Array
 
 
 def propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
-    """One IM proposal from (s, h_eff) with walk length k ≤ k_max (module docstring)."""
+    """One IM proposal from (s, h_eff) with walk length k ≤ k_max (module docstring).
+
+    Under `vmap` (one proposal per chain) the chains walk in lockstep for the batch's
+    longest k, a chain past its own k standing still (`_lockstep`); vmap's rule for a loop
+    whose length differs between chains would instead select between the old and the new
+    carry, the whole tree included, at every flip."""
     dtype = s.dtype
-    c = jnp.asarray(model.reference, dtype)
-    nbr = jnp.asarray(model.neighbors)
-    cpl = jnp.asarray(model.couplings, dtype)
-    gamma = jnp.asarray(gamma, dtype)
-    h = jnp.concatenate([h_eff, jnp.zeros((1,), dtype)])
+    # NumPy constants, made arrays where they are used: the walk's vmap rule runs in a later
+    # trace than this function, and must not capture this trace's values
+    ref, nbrs, cpls = (np.asarray(model.reference, dtype), np.asarray(model.neighbors),
+                       np.asarray(model.couplings, dtype))
 
-    def step(t, carry, down: bool):
-        s, h, logw, log_f, log_r, d_e, path = carry  # logw: the weights at (s, h)
-        mask = (s != c) if down else (s == c)
-        logits = jnp.where(mask, logw, -jnp.inf)
-        i = _choose(jax.random.fold_in(key, t + (0 if down else k_max)), logits)
-        log_f = log_f + logits[i] - jax.scipy.special.logsumexp(logits)
-        s_i = s[i]
-        d_e = d_e + 2.0 * s_i * h[i]
-        s = s.at[i].set(-s_i)
-        h = h.at[nbr[i]].add(-2.0 * s_i * cpl[i])
+    def choose(w: _Walk, key, t, col, active):
+        """The spin of step t among the column's candidates; its log probability joins log f
+        where the step is taken."""
+        u = jax.random.uniform(jax.random.fold_in(key, t + (0 if col == DOWN else k_max)), (),
+                               dtype)
+        i = sum_tree.descend(w.tree, u, col)
+        log_p = sum_tree.log_leaf(w.tree, i, col) - sum_tree.log_total(w.tree, col)
+        return w._replace(i=jnp.where(active, i, w.i),
+                          log_f=w.log_f + jnp.where(active, log_p, 0.0))
+
+    def begin(key, s, h_eff, gamma):
+        h = jnp.concatenate([h_eff, jnp.zeros((1,), dtype)])
+        everyone = jnp.arange(s.shape[0] + 1)  # with the dummy spin, whose weight is 0
+        tree = sum_tree.build(_leaves(s, h, jnp.asarray(ref), gamma, everyone))
+        zero = jnp.zeros((), dtype)
+        w = _Walk(s, h, tree, jnp.zeros((), jnp.int32), zero, zero, zero,
+                  jnp.full((2 * k_max,), -1, jnp.int32))
+        return choose(w, key, 0, DOWN, True)
+
+    def step(w: _Walk, key, k, gamma, t, col, back):
+        """Flip the chosen spin (a no-op past the chain's k), then choose the next: the tree
+        is read only after it is rewritten, which lets XLA rewrite it in place."""
+        c, nbr, cpl = jnp.asarray(ref), jnp.asarray(nbrs), jnp.asarray(cpls)
+        active = t < k
+        i, s_i = w.i, w.s[w.i]
+        s = w.s.at[i].set(jnp.where(active, -s_i, s_i))
+        h = w.h.at[nbr[i]].add(jnp.where(active, -2.0 * s_i, 0.0) * cpl[i])
         h = h.at[-1].set(0.0)  # the dummy spin's field stays 0
-        logw = _log_weights(s, h, gamma)
-        back = (s == c) if down else (s != c)  # the reverse step's candidates
-        log_r = log_r + logw[i] - _masked_logsumexp(logw, back)
-        path = path.at[t + (0 if down else k)].set(i.astype(jnp.int32))
-        return s, h, logw, log_f, log_r, d_e, path
+        changed = jnp.concatenate([i[None], nbr[i]])  # i changes set and weight; nbrs weight
+        tree = sum_tree.update(w.tree, changed, _leaves(s, h, c, gamma, changed), active)
+        log_r = sum_tree.log_leaf(tree, i, back) - sum_tree.log_total(tree, back)
+        d_e = -2.0 * s[i] * h[i]  # = 2 s_i h_i before the flip: h_i does not depend on s_i
+        at = t + (0 if col == DOWN else k)
+        w = _Walk(s, h, tree, i, w.log_f, w.log_r + jnp.where(active, log_r, 0.0),
+                  w.d_e + jnp.where(active, d_e, 0.0),
+                  w.path.at[at].set(jnp.where(active, i, w.path[at])))
+        w = choose(w, key, t + 1, col, t + 1 < k)
+        return choose(w, key, 0, UP, t + 1 == k) if col == DOWN else w  # the up walk's first
 
-    zero = jnp.zeros((), dtype)
-    path = jnp.full((2 * k_max,), -1, jnp.int32)
-    carry = (s, h, _log_weights(s, h, gamma), zero, zero, zero, path)
-    carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, True), carry)
-    carry = jax.lax.fori_loop(0, k, lambda t, cr: step(t, cr, False), carry)
-    s1, h1, _, log_f, log_r, d_e, path = carry
-    return Proposal(s1, h1, log_f, log_r, d_e, path)
+    def lockstep(key, s, h_eff, k, gamma):
+        """The proposals of a batch of chains (every argument with a leading chain axis)."""
+        w = jax.vmap(begin)(key, s, h_eff, gamma)
+        for col, back in ((DOWN, UP), (UP, DOWN)):
+            def body(t, w, col=col, back=back):
+                return jax.vmap(lambda *a: step(*a, t, col, back))(w, key, k, gamma)
+            w = jax.lax.fori_loop(0, jnp.max(k), body, w)
+        return Proposal(w.s, w.h, w.log_f, w.log_r, w.d_e, w.path)
+
+    @jax.custom_batching.custom_vmap
+    def walk(key, s, h_eff, k, gamma):
+        one = lockstep(*(jnp.asarray(x)[None] for x in (key, s, h_eff, k, gamma)))
+        return jax.tree_util.tree_map(lambda x: x[0], one)
+
+    @walk.def_vmap
+    def _lockstep(axis_size, in_batched, *args):
+        args = [x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
+                for x, b in zip(args, in_batched)]
+        return lockstep(*args), Proposal(*(True,) * len(Proposal._fields))
+
+    return walk(key, s, h_eff, jnp.asarray(k), jnp.asarray(gamma, dtype))
 
 
 POLICY_STREAM = 0x1F  # fold_in(key, ·) draws the policy's slot; the walk's keys are unchanged
@@ -142,10 +197,11 @@ def select(key, knobs: IMKnobs) -> tuple[jax.Array, jax.Array]:
     return knobs.k[j], knobs.gamma[j]
 
 
-def im_kernel(model, name: str = "im", k_max: int | None = None) -> Kernel:
+def im_kernel(model, name: str = "im", k_max: int | None = None, proposal=propose) -> Kernel:
     """The IM `Kernel` for a spin model. Knobs: k (integers 1 ≤ k ≤ k_max, default
     min(n, N − n)) and gamma (≥ 0), each a number or a sequence of the policy's M settings
-    (a number is repeated; every move draws one setting uniformly)."""
+    (a number is repeated; every move draws one setting uniformly). `proposal` has the
+    signature of `propose` (the benchmark passes the O(N)-per-flip walk it compares)."""
     n_spins, n_flipped = int(model.fields.shape[0]), int(model.n_flipped)
     limit = min(n_flipped, n_spins - n_flipped)
     k_max = limit if k_max is None else int(k_max)
@@ -163,7 +219,7 @@ def im_kernel(model, name: str = "im", k_max: int | None = None) -> Kernel:
         s0 = state.position
         dtype = s0.dtype
         k, gamma = select(key, knobs)
-        prop = propose(model, k_walk, s0, state.h_eff, k, gamma, k_max)
+        prop = proposal(model, k_walk, s0, state.h_eff, k, gamma, k_max)
         log_alpha = -beta * prop.delta_energy + prop.log_reverse - prop.log_forward
         accept_prob = jnp.exp(jnp.minimum(0.0, log_alpha))
         accept = jax.random.uniform(k_acc, (), dtype) < accept_prob
