@@ -36,6 +36,9 @@ from bomcmc.posterior import flatten
 
 ROOT = Path(__file__).resolve().parents[1]
 Z_MAX = 4.0
+# the benchmark harness's peers, not the library: `pytest -m slow` runs them (before any
+# benchmark run), and the 20-minute suite leaves them out
+pytestmark = pytest.mark.slow
 
 
 def _peers(name="peers_blackjax"):

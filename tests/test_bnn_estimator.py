@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.usefixtures("compilation_cache"),  # fixture in confte
               pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")]
 
 TINY = dict(hidden=(3,), sampler="neal_gibbs", steps=10, step_size=0.1, super_transitions=4,
-            budget=200, pretrain_steps=100, progress=False)
+            budget=200, pretrain_steps=0, progress=False)  # pre-training: tested below
 
 
 # Every check scikit-learn runs on a regressor / a classifier, none expected to fail. Skipped

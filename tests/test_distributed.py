@@ -75,9 +75,9 @@ def test_every_process_holds_the_same_tuner_state_after_every_chunk(two_process_
 
 def test_sharded_log_density_gradient_and_gibbs_equal_the_unsharded(two_process_runs):
     """The rows of a logistic regression (101) and of a network and its 3 CV folds (37) split
-    over two processes, odd in number so the last shard is padded: the log density, its
-    gradient, Neal's Gibbs draw and curvature equal the unsharded ones to rounding, on both
-    processes alike. (Without the padding rows' zero weights the log densities differ by
+    over two processes, odd in number so the last shard is padded: the log density and its
+    gradient (and the folds' Neal's Gibbs draw and curvature) equal the unsharded ones to
+    rounding, on both processes alike. (Without the padding rows' zero weights the log densities differ by
     more than 1: measured.)"""
     with np.load(two_process_runs / "sharded-0.npz") as a, \
             np.load(two_process_runs / "sharded-1.npz") as b:
