@@ -105,7 +105,6 @@ def _grouped(group, y):
 
 
 def test_a_numpyro_model_on_new_data_of_the_same_shape_compiles_nothing():
-    pytest.importorskip("numpyro")
     rng = np.random.default_rng(0)
     run = dict(sampler="hmc", step_size=0.1, steps=5, chains=2, draws=20, warmup=0,
                progress=False)

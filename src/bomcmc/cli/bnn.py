@@ -20,10 +20,6 @@ import json
 import sys
 from pathlib import Path
 
-from ..store import atomic_write_text
-
-import numpy as np
-
 
 def add_parsers(sub, types) -> None:
     """Register `bnn` and `demo` on the main parser's subparsers. `types`: the main CLI's
@@ -137,7 +133,7 @@ def _columns(text: str | None) -> list[str] | None:
     return cols or None
 
 
-def _split(header: list[str], data: np.ndarray, target: list[str] | None,
+def _split(header: list[str], data, target: list[str] | None,
            inputs: list[str] | None, where: str):
     from ..errors import BomcmcError
 
@@ -199,8 +195,11 @@ def _fit(args) -> int:
 
 
 def _predict(args) -> int:
+    import numpy as np
+
     from ..bnn.regressor import BayesianMLPRegressor
     from ..datasets import read_csv
+    from ..store import atomic_write_text
     from ..errors import BomcmcError
 
     out = Path(args.dir)

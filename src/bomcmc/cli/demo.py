@@ -33,10 +33,7 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import BomcmcError
-from ..store import atomic_write_text
 
 PRIOR = "ih 0.1:0.1 bh 0.1:0.1 ho x0.1:0.1 bo 1"  # Wang's thesis-era code, `robot_arm.py`
 NOISE = "0.1:0.1"
@@ -53,8 +50,11 @@ def run_demo(budget: str = "default", out: str | os.PathLike = "bomcmc-demo", se
              plots: bool = True) -> dict:
     """Fit the robot-arm network, write the run, plots and summary.json into `out`, and
     return the summary (test_error, noise_floor, n_grad, wall_s, ...)."""
+    import numpy as np
+
     from ..bnn.regressor import BayesianMLPRegressor
     from ..datasets import robot_arm, robot_arm_truth
+    from ..store import atomic_write_text
 
     if budget not in BUDGETS:
         raise BomcmcError(f"budget must be one of {', '.join(BUDGETS)}, got '{budget}'")
@@ -118,6 +118,8 @@ def _final_tuning(reg) -> dict:
 
 
 def _plots(reg, out: Path, Xt, yt, mean, std) -> list[str]:
+    import numpy as np
+
     from ..diagnostics import plots
 
     made = []
