@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..diagnostics.checks import RHAT_MAX
+from ..diagnostics.summary import flat_ess
 from ..tuning.base import SAMPLING
 
 MIN_DRAWS = 20  # per chain before the rule is first read (ESS of a few draws means little)
@@ -51,8 +52,8 @@ def precision(positions: np.ndarray) -> Precision:
     import arviz as az
 
     ds = az.convert_to_dataset({"x": np.asarray(positions, np.float64)})
-    bulk = np.nan_to_num(az.ess(ds, method="bulk")["x"].values, nan=0.0)
-    tail = np.nan_to_num(az.ess(ds, method="tail")["x"].values, nan=0.0)
+    bulk = np.nan_to_num(flat_ess(ds, "bulk"), nan=0.0)
+    tail = np.nan_to_num(flat_ess(ds, "tail"), nan=0.0)
     rhat = np.nan_to_num(az.rhat(ds)["x"].values, nan=math.inf)
     return Precision(int(positions.shape[1]), float(bulk.min()), float(tail.min()),
                      float(rhat.max()))
