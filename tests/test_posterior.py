@@ -128,3 +128,28 @@ def test_a_metric_sampler_takes_the_metric_field():
     assert r.idata.posterior["x"].shape == (1, 5, 2)
     with pytest.raises(BomcmcError, match="needs a Riemannian metric.*metric_fn=G"):
         run(gauss, jnp.zeros(2), sampler="rmhmc")
+
+
+def test_dispersed_starts_are_the_initializers_draws_key_by_key():
+    """The starts are drawn for all chains at once (vmapped, so that their cost does not grow
+    with the chains), yet each is the initializer's draw for its chain's key; an initializer
+    JAX cannot trace (NumPy on the key) is called key by key and gives the same starts."""
+    import jax
+    from jax.flatten_util import ravel_pytree
+
+    def init(key):
+        return {"a": jax.random.normal(key, (2,)), "b": jax.random.uniform(key, ())}
+
+    def init_numpy(key):  # concretizes the key: not traceable under vmap
+        seed = int(np.asarray(jax.random.key_data(key)).ravel()[-1])
+        return {"a": np.random.default_rng(seed).normal(size=2), "b": np.float32(0.5)}
+
+    key = jax.random.PRNGKey(3)
+    keys = jax.random.split(key, 5)
+    for fn in (init, init_numpy):
+        flat = flatten(Posterior(lambda p: -jnp.sum(p["a"] ** 2) - p["b"] ** 2,
+                                 {"a": jnp.zeros(2), "b": jnp.zeros(())}, initializer=fn))
+        one_by_one = np.stack([np.asarray(ravel_pytree(fn(k))[0]) for k in keys])
+        np.testing.assert_allclose(np.asarray(flat.init_flat(key, 5)), one_by_one, rtol=1e-6)
+    german = flatten(bomcmc.models.get("logistic-german"))
+    assert german.init_flat(key, 64).shape == (64, german.dim)

@@ -198,9 +198,7 @@ class FlatPosterior:
             if self.source.initializer is None:
                 return jax.random.uniform(key, (chains, self.dim), base.dtype,
                                           minval=-INIT_RADIUS, maxval=INIT_RADIUS)
-            keys = jax.random.split(key, chains)
-            starts = jnp.stack([ravel_pytree(self.source.initializer(k))[0] for k in keys])
-            return starts.astype(base.dtype)
+            return self._initializer_starts(jax.random.split(key, chains)).astype(base.dtype)
         starts = jnp.broadcast_to(base, (chains, self.dim))
         if jitter and key is not None:
             starts = starts + jax.random.uniform(
@@ -208,15 +206,27 @@ class FlatPosterior:
             )
         return starts
 
+    def _initializer_starts(self, keys: jax.Array) -> jax.Array:
+        """One start per key from the posterior's initializer: vmapped, so that the cost does
+        not grow with the chains as a Python loop's eager calls do (about 15 ms a chain on
+        the CPU, more on a GPU); an initializer JAX cannot trace is called key by key. A
+        random draw is the same under vmap as called alone, so both give the same starts."""
+        def one(k):
+            return ravel_pytree(self.source.initializer(k))[0]
+
+        try:
+            return jax.vmap(one)(keys)
+        except Exception:  # noqa: BLE001 -- not traceable: the loop below raises a real error
+            return jnp.stack([one(k) for k in keys])
+
     def _chain_inits(self, chains: int, dtype) -> jax.Array:
         leaves = jax.tree_util.tree_leaves(self.source.chain_inits)
         n = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
         if n != {chains}:
             raise BomcmcError(f"init_per_chain: every leaf of init needs a leading axis of "
                               f"{chains} chains, got {sorted(n, key=str)}")
-        rows = [ravel_pytree(jax.tree_util.tree_map(lambda a: a[c], self.source.chain_inits))[0]
-                for c in range(chains)]
-        return jnp.stack(rows).astype(dtype)
+        inits = jax.tree_util.tree_map(jnp.asarray, self.source.chain_inits)
+        return jax.vmap(lambda one: ravel_pytree(one)[0])(inits).astype(dtype)
 
 def _names_and_shapes(position: PyTree) -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...]]:
     """Variable names from the pytree: dict keys (nested joined by '.'), else x / x0, x1, ...
