@@ -88,6 +88,29 @@ def test_sample_uses_a_shared_persistent_cache_by_default(tmp_path):
     assert int(outs[-1][0].split()[1]) >= 2  # the chains' start and the chunk, from the cache
 
 
+def test_a_cache_holding_uncapped_entries_still_takes_new_programs(tmp_path):
+    """A program cached with no size cap (by bomcmc before it set one, or by another program
+    sharing the directory) has no access-time file; JAX's capped cache then failed every
+    write (its eviction reads that file), so no new program was cached again. bomcmc dates
+    such entries when it turns the cache on."""
+    import warnings
+
+    import jax
+
+    (tmp_path / "jax").mkdir()
+    (tmp_path / "jax" / f"jit_old-{'0' * 64}-cache").write_bytes(b"an uncapped entry")
+    before = jax.config.jax_compilation_cache_dir
+    try:
+        bomcmc.enable_compilation_cache(tmp_path / "jax")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # JAX warns when it cannot write an entry
+            jax.jit(lambda x: jax.numpy.sin(x) * 3.25 + 0.5)(np.arange(7.0)).block_until_ready()
+        new = [p.name for p in (tmp_path / "jax").glob("*-cache") if "jit_old" not in p.name]
+        assert new, "the new program was not cached"
+    finally:
+        bomcmc.enable_compilation_cache(before)
+
+
 def _regression(x, y):
     import numpyro
     import numpyro.distributions as dist

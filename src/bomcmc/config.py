@@ -51,8 +51,28 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | No
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)
+    _date_undated_entries(d)
     _reset_cache()  # JAX reads the settings at its first compilation: read them again
     return d
+
+
+def _date_undated_entries(d: Path) -> None:
+    """Give every cached program without one the access-time file JAX's size-capped cache
+    keeps beside it. Programs cached with no cap (by bomcmc before it set one, or by another
+    program sharing the directory) have none, and then JAX's eviction fails on every write:
+    nothing new is ever cached ("Error writing persistent compilation cache entry ...
+    FileNotFoundError: ...-atime"). The time given is the entry's modification time, in JAX's
+    format (nanoseconds, 8 bytes little-endian), under JAX's own lock on the directory."""
+    try:
+        import filelock
+
+        with filelock.FileLock(d / ".lockfile", timeout=10):
+            for entry in d.glob("*-cache"):
+                atime = entry.with_name(entry.name[: -len("-cache")] + "-atime")
+                if not atime.exists():
+                    atime.write_bytes(entry.stat().st_mtime_ns.to_bytes(8, "little"))
+    except Exception:  # noqa: BLE001 - a cache that cannot be repaired still works for reads
+        pass
 
 
 def default_compilation_cache() -> Path | None:
