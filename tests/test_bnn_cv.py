@@ -51,23 +51,26 @@ def test_a_masked_network_is_the_network_on_the_kept_cases(spec):
     sub = _model(*spec, mask=mask)
     masked = full.with_mask(mask.astype(float))
     pos = _random_position(full, jax.random.PRNGKey(3))
-    np.testing.assert_allclose(masked.logdensity(pos), sub.logdensity(pos), rtol=1e-10)
-    g1, g2 = jax.grad(masked.logdensity)(pos), jax.grad(sub.logdensity)(pos)
+    jit = jax.jit  # compiled, not op by op: a fifth of the time on these small networks
+    np.testing.assert_allclose(jit(masked.logdensity)(pos), jit(sub.logdensity)(pos),
+                               rtol=1e-10)
+    g1, g2 = jit(jax.grad(masked.logdensity))(pos), jit(jax.grad(sub.logdensity))(pos)
     jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12),
                            g1, g2)
     key = jax.random.PRNGKey(5)
     if full.noise_group is None or full.noise_group.a2 == float("inf"):
-        d1, d2 = masked.gibbs(key, pos), sub.gibbs(key, pos)
+        d1, d2 = jit(masked.gibbs)(key, pos), jit(sub.gibbs)(key, pos)
         jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-8), d1, d2)
     else:  # t noise: per-case auxiliaries, a different number of variates; compare draws
         keys = jax.random.split(key, 4000)
-        a = jax.vmap(lambda k: masked.gibbs(k, pos)["log_tau"])(keys)
-        b = jax.vmap(lambda k: sub.gibbs(k, pos)["log_tau"])(jax.random.split(keys[0], 4000))
+        a = jit(jax.vmap(lambda k: masked.gibbs(k, pos)["log_tau"]))(keys)
+        b = jit(jax.vmap(lambda k: sub.gibbs(k, pos)["log_tau"]))(
+            jax.random.split(keys[0], 4000))
         for name in a:
             x, z = np.asarray(a[name]), np.asarray(b[name])
             se = np.sqrt(x.var(0) / len(x) + z.var(0) / len(z))
             assert np.all(np.abs(x.mean(0) - z.mean(0)) < bonferroni_sigma(2 * x[0].size) * se)
-    c1, c2 = masked.curvature(pos), sub.curvature(pos)
+    c1, c2 = jit(masked.curvature)(pos), jit(sub.curvature)(pos)
     jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9), c1, c2)
 
 
