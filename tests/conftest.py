@@ -33,3 +33,24 @@ def compilation_cache():
         cc.reset_cache()
     except Exception:  # noqa: BLE001 - best effort across JAX versions
         pass
+
+
+# The slowest modules first, so that the two xdist workers (`--dist loadscope`, one module to
+# a worker at a time, in this order with `--no-loadscope-reorder`) finish together instead of
+# one running a long module alone at the end. Order from `pytest --durations=0` (sum of a
+# module's setup and call times, largest first); a module not named keeps its place after
+# these.
+SLOWEST_FIRST = (
+    "test_bnn_estimator.py", "test_bnn_cv.py", "test_models_posteriordb.py",
+    "test_models_numpyro.py", "test_kernels_intracluster.py", "test_tuning_ahmc_tuner.py",
+    "test_kernels_nuts_machine.py", "test_distributed.py", "test_kernels_choo_dynamics.py",
+    "test_kernels_rmhmc.py", "test_kernels_blocked_rmhmc.py", "test_bnn_regressor.py",
+    "test_models_hard.py", "test_kernels_mams.py", "test_bnn_network.py", "test_tuning_im.py",
+    "test_compile_once.py", "test_tuning_ahmc_batch.py", "test_diagnostics_advice.py",
+    "test_cli.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable
