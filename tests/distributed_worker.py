@@ -18,7 +18,8 @@ KNOBS = {"hmc": dict(step_size=0.05, steps=8), "nuts": {}, "ahmc": dict(bo_steps
 def sharded_values(rank: int, root: str) -> None:
     """Log density, gradient, Gibbs draw and curvature of a logistic regression and of
     networks whose rows (odd in number: padded) are split over the two processes, beside the
-    unsharded values, saved as ROOT/sharded-RANK.npz for the test to compare."""
+    unsharded values (process 0 only), saved as ROOT/sharded-RANK.npz for the test to
+    compare."""
     import jax
     import numpy as np
 
@@ -45,14 +46,20 @@ def sharded_values(rank: int, root: str) -> None:
         if name == "cv":  # the folds' masks weigh the padding rows for Gibbs and curvature
             fns["gibbs"] = lambda x: model.gibbs(jax.random.PRNGKey(2), model.unravel(x))
             fns["curvature"] = lambda x: model.curvature(model.unravel(x))
-        for what, fn in fns.items():
-            sharded = local(jax.jit(with_data(fn, post.data))(post.data.sharded(mesh),
-                                                              replicated(mesh, x)))
-            whole = jax.jit(fn)(x)
-            for i, (a, b) in enumerate(zip(jax.tree_util.tree_leaves(sharded),
-                                           jax.tree_util.tree_leaves(whole))):
+
+        def every(x, fns=fns):  # one program per model
+            return {what: fn(x) for what, fn in fns.items()}
+
+        sharded = local(jax.jit(with_data(every, post.data))(post.data.sharded(mesh),
+                                                             replicated(mesh, x)))
+        # the unsharded values once, by process 0 (the same program on both)
+        whole = jax.jit(every)(x) if rank == 0 else None
+        for what in fns:
+            for i, a in enumerate(jax.tree_util.tree_leaves(sharded[what])):
                 out[f"{name}.{what}.{i}.sharded"] = np.asarray(a)
-                out[f"{name}.{what}.{i}.whole"] = np.asarray(b)
+            if whole is not None:
+                for i, b in enumerate(jax.tree_util.tree_leaves(whole[what])):
+                    out[f"{name}.{what}.{i}.whole"] = np.asarray(b)
     np.savez(f"{root}/sharded-{rank}.npz", **out)
 
 
