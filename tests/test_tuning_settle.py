@@ -19,7 +19,7 @@ from bomcmc.tuning.base import SAMPLING, WARMUP
 pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
 
 RULE = settle.SettleRule()
-FLAT = tuple([1.0] * 12)
+FLAT = tuple([1.0] * RULE.min_steps)
 DONE = dict(metric_done=True, learns_metric=True, growing=False)
 
 
@@ -33,15 +33,17 @@ def _state(trace, change=0.1):
 def test_fires_when_the_incumbent_and_the_metric_have_settled():
     reason = settle.settled(RULE, _state(FLAT), **DONE)
     assert reason is not None and reason.startswith("settled")
-    # a reward that fell, or rose by less than 5 %, has settled too
+    # a reward that moved by less than 5 % either way has settled too
     assert settle.settled(RULE, _state(FLAT[:-1] + (1.04,)), **DONE) is not None
-    assert settle.settled(RULE, _state(FLAT[:-1] + (0.7,)), **DONE) is not None
+    assert settle.settled(RULE, _state(FLAT[:-1] + (0.96,)), **DONE) is not None
 
 
-def test_does_not_fire_while_still_improving():
-    rising = tuple(1.02 ** j for j in range(12))  # +10.4 % over the last 5 steps
+def test_does_not_fire_while_still_improving_or_correcting():
+    rising = tuple(1.01 ** j for j in range(RULE.min_steps))  # +10.5 % over the last 10 steps
     assert settle.settled(RULE, _state(rising), **DONE) is None
     assert settle.settled(RULE, _state(FLAT[:-1] + (1.06,)), **DONE) is None
+    # a best setting found overrated (its predicted reward fell) has not settled either
+    assert settle.settled(RULE, _state(FLAT[:-1] + (0.94,)), **DONE) is None
 
 
 def test_needs_the_minimum_steps_a_settled_metric_and_no_growing_cap():
@@ -54,7 +56,7 @@ def test_needs_the_minimum_steps_a_settled_metric_and_no_growing_cap():
     # no metric learned (mass="identity"): the metric test holds trivially
     no_metric = {**DONE, "learns_metric": False}
     assert "no metric" in settle.settled(RULE, _state(FLAT, change=None), **no_metric)
-    assert settle.settled(RULE, _state((0.0,) * 12), **DONE) is None  # no positive reward
+    assert settle.settled(RULE, _state((0.0,) * 20), **DONE) is None  # no positive reward
 
 
 def test_metric_change_is_scale_free_and_reads_dense_metrics():
@@ -109,14 +111,14 @@ OPTS = dict(warmup=1000, eps_bounds=(0.01, 0.2), mass="identity", steps_cap=0, m
 
 def test_tuner_stops_at_the_minimum_when_flat_and_goes_on_sampling_schedule():
     t = ahmc_tuner.AHMCTuner(settle=True, **OPTS)
-    phases, lengths = _feed(t, 14)
+    phases, lengths = _feed(t, RULE.min_steps + 4)
     assert t.settle.stop["bo_step"] == RULE.min_steps
     assert t.burn_in_end() == RULE.min_steps * 10  # m = 1000 // 100 transitions per step
     assert phases[:RULE.min_steps] == [WARMUP] * RULE.min_steps
-    assert phases[RULE.min_steps:] == [SAMPLING] * (14 - RULE.min_steps)
+    assert phases[RULE.min_steps:] == [SAMPLING] * 4
     assert t.burn.points is None  # every chain runs the incumbent from the stop on
     # p_i goes on as if burn-in had run its 100 steps: (i − s + 1)^{−1/2} after a stop at s
-    assert t.history[-1]["p_i"] == pytest.approx((14 - RULE.min_steps + 1) ** -0.5)
+    assert t.history[-1]["p_i"] == pytest.approx((4 + 1) ** -0.5)
     assert t.burn_in_report()["reason"].startswith("settled")
 
 

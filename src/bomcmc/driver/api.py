@@ -220,7 +220,7 @@ def sample(
     config: SamplerConfig | None = None,
     chains: int = 4,
     draws: int = 1000,
-    warmup: "int | str" = 1000,
+    warmup: "int | str" = "auto",
     seed: int = 0,
     out: str | os.PathLike | None = None,
     thin: int = 1,
