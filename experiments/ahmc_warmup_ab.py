@@ -63,6 +63,7 @@ def one_run(name, options, seed, chains, warmup, draws):
            "min_ess_per_kgrad_incl_warmup": 1000 * float(ess.min()) / (g + gw),
            "end_to_end_s": e2e, "divergences": int(t["divergences"]),
            "warmup_transitions": t["warmup"]["transitions"],
+           "warmup_reason": t["warmup"]["reason"],
            "rhat_max": float(np.nanmax(np.asarray(az.rhat(az.convert_to_dataset(x))["x"])))}
     ref = reference(name)
     if ref is not None:

@@ -243,8 +243,8 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
     until = run.until = (Until.resumed(spec.until_ess, spec.until_seconds, run.store)
                          if spec.until_ess else None)
     try:
-        while next_iter < warmup + spec.draws * spec.thin and not (spec.max_grad
-                                                          and grads >= spec.max_grad) \
+        while next_iter < warmup + spec.draws * spec.thin \
+                and not (spec.max_grad and grads >= spec.max_grad) \
                 and not (until is not None and until.done):
             limit = _chunk_length(spec, run.tuner.chunk_draws(knobs, spec.chunk_size), pace)
             # every process runs the chunk the first one planned (paces differ)

@@ -21,8 +21,9 @@ after BO step i, before the cap of k steps, when all of these hold:
    best setting was overrated, whose incumbent may yet move. The adaptation goes on in
    sampling with a vanishing probability (Wang, Mohamed & de Freitas 2013 §4), from a GP
    whose data then depend on the chains' states; a GP of few observations moves more with
-   each, so the minimum is not small (with 10 steps, 3 of 9 logistic runs ended with
-   divergences or means 3.4 to 5 MCSE off the reference; docs/warmup.md).
+   each, so the minimum is not small (with 10 steps and a one-sided test, two of three
+   runs on logistic-australian ended with divergences, one with a mean 5 MCSE off the
+   reference; docs/warmup.md).
 3. **the L box has stopped growing**: the incumbent's L is below the point at which
    `batch_burn_in.grow_steps` doubles the cap, or the cap is the box's own bound: else the
    bandit has not yet tried the longer trajectories it is about to open.
