@@ -23,8 +23,8 @@ FLAT = tuple([1.0] * RULE.min_steps)
 DONE = dict(metric_done=True, learns_metric=True, growing=False)
 
 
-def _state(trace, change=0.1):
-    return settle.SettleState(trace=tuple(trace), metric_change=change)
+def _state(trace, change=0.1, calm=RULE.window):
+    return settle.SettleState(trace=tuple(trace), metric_change=change, calm=calm)
 
 
 # ---------------------------------------------------------------------------------------
@@ -53,6 +53,8 @@ def test_needs_the_minimum_steps_a_settled_metric_and_no_growing_cap():
     assert settle.settled(RULE, _state(FLAT, change=None), **DONE) is None  # never updated
     assert settle.settled(RULE, _state(FLAT), **{**DONE, "metric_done": False}) is None
     assert settle.settled(RULE, _state(FLAT), **{**DONE, "growing": True}) is None
+    # a divergence in the last 10 steps: the bandit is still learning where ε is unstable
+    assert settle.settled(RULE, _state(FLAT, calm=RULE.window - 1), **DONE) is None
     # no metric learned (mass="identity"): the metric test holds trivially
     no_metric = {**DONE, "learns_metric": False}
     assert "no metric" in settle.settled(RULE, _state(FLAT, change=None), **no_metric)
@@ -72,7 +74,7 @@ def test_metric_change_is_scale_free_and_reads_dense_metrics():
 
 def test_settle_state_round_trips_through_json():
     s = settle.SettleState(trace=(0.1, 0.2 / 3), metric_change=0.123456789, transitions=70,
-                           stop={"bo_step": 7, "transitions": 70, "reason": "x"})
+                           stop={"bo_step": 7, "transitions": 70, "reason": "x"}, calm=3)
     assert settle.from_json(json.loads(json.dumps(settle.to_json(s)))) == s
 
 
@@ -85,7 +87,7 @@ def _knobs(chains=4, dim=3):
                     random_steps=np.ones(chains, bool))
 
 
-def _feed(tuner, steps, jump=lambda j: 1.0):
+def _feed(tuner, steps, jump=lambda j: 1.0, diverges=lambda j: False):
     """Feed `steps` chunks whose reward (ESJD / √L) is jump(j) whatever the setting, in the
     phase the tuner's burn-in end says; the phases seen and the chunk lengths asked for."""
     kn = tuner.initial_knobs(_knobs())
@@ -96,7 +98,7 @@ def _feed(tuner, steps, jump=lambda j: 1.0):
         phase = WARMUP if (done < 1000 if end is None else done < end) else SAMPLING
         sq = jump(j) * np.sqrt(np.asarray(kn.num_steps, float))[:, None]
         info = {"esjd": np.broadcast_to(sq, (4, d)), "n_grad": np.ones((4, d)),
-                "diverging": np.zeros((4, d), bool)}
+                "diverging": np.full((4, d), diverges(j))}
         kn = tuner.after_chunk(kn, {"phase": phase, "positions": np.zeros((4, d, 3)),
                                     "info": info})
         phases.append(phase)
@@ -120,6 +122,12 @@ def test_tuner_stops_at_the_minimum_when_flat_and_goes_on_sampling_schedule():
     # p_i goes on as if burn-in had run its 100 steps: (i − s + 1)^{−1/2} after a stop at s
     assert t.history[-1]["p_i"] == pytest.approx((4 + 1) ** -0.5)
     assert t.burn_in_report()["reason"].startswith("settled")
+
+
+def test_a_divergence_puts_the_stop_off_by_the_window():
+    t = ahmc_tuner.AHMCTuner(settle=True, **OPTS)
+    _feed(t, 40, diverges=lambda j: j == 14)  # BO step 15 diverged
+    assert t.settle.stop["bo_step"] == 15 + RULE.window
 
 
 def test_tuner_without_the_rule_or_still_improving_runs_the_cap():

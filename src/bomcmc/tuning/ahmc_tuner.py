@@ -303,8 +303,8 @@ class AHMCTuner(GPBanditTuner):
             return False
         gp = self.bandit.gp
         self.settle = settling.after_step(
-            self.settle_rule, self.settle, i=i, updated=updated, cap=self.burn_steps,
-            transitions=np.asarray(chunk["positions"]).shape[1], windows=self.windows,
+            self.settle_rule, self.settle, i=i, chunk=chunk, updated=updated,
+            cap=self.burn_steps, windows=self.windows,
             predicted=float(np.max(gp.mean(gp.X))) if gp.n_obs else math.nan,
             growing=grew or burn_in.would_grow(self.burn, self.bandit, self.steps_max))
         return self.settle.stop is not None

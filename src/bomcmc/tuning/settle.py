@@ -24,7 +24,11 @@ after BO step i, before the cap of k steps, when all of these hold:
    each, so the minimum is not small (with 10 steps and a one-sided test, two of three
    runs on logistic-australian ended with divergences, one with a mean 5 MCSE off the
    reference; docs/warmup.md).
-3. **the L box has stopped growing**: the incumbent's L is below the point at which
+3. **no divergence lately**: no transition of any chain diverged in the last `window` BO
+   steps. The ESJD reward scores a divergent super-transition 0, so divergences are how
+   the bandit learns where ε becomes unstable; while they still occur it is still
+   learning that edge, and the incumbent it would hand to sampling may sit on it.
+4. **the L box has stopped growing**: the incumbent's L is below the point at which
    `batch_burn_in.grow_steps` doubles the cap, or the cap is the box's own bound: else the
    bandit has not yet tried the longer trajectories it is about to open.
 
@@ -58,12 +62,14 @@ class SettleRule(NamedTuple):
 class SettleState(NamedTuple):
     """The incumbent's predicted reward after each BO step of the current epoch (since the
     last metric update), δ of the last metric update (None: none yet), the warm-up
-    transitions seen, and the stop once decided: {"bo_step", "transitions", "reason"}."""
+    transitions seen, the BO steps since the last divergence, and the stop once decided:
+    {"bo_step", "transitions", "reason"}."""
 
     trace: tuple = ()
     metric_change: float | None = None
     transitions: int = 0
     stop: dict | None = None
+    calm: int = 0
 
 
 def metric_change(old: np.ndarray, new: np.ndarray) -> float:
@@ -86,21 +92,31 @@ def _matrix(m: np.ndarray) -> np.ndarray:
     return np.diag(m) if m.ndim == 1 else 0.5 * (m + m.T)
 
 
+def any_divergence(chunk: dict) -> bool:
+    """Whether any transition of any chain in the chunk diverged (False without the
+    field)."""
+    info = chunk["info"]
+    fields = info if isinstance(info, dict) else info._asdict()
+    return bool(np.any(np.asarray(fields.get("diverging", False))))
+
+
 def new_epoch(state: SettleState, change: float | None) -> SettleState:
     """After a metric update of relative change `change`: the trace starts again."""
     return state._replace(trace=(), metric_change=change)
 
 
-def observed(state: SettleState, predicted: float, transitions: int) -> SettleState:
+def observed(state: SettleState, predicted: float, transitions: int,
+             diverged: bool = False) -> SettleState:
     """After a BO step of `transitions` warm-up transitions that kept the metric: the
-    incumbent's predicted reward appended."""
-    return state._replace(trace=state.trace + (float(predicted),),
-                          transitions=state.transitions + int(transitions))
+    incumbent's predicted reward appended, the step counted."""
+    return counted(state, transitions, diverged)._replace(
+        trace=state.trace + (float(predicted),))
 
 
-def counted(state: SettleState, transitions: int) -> SettleState:
-    """A BO step's transitions counted (one that updated the metric)."""
-    return state._replace(transitions=state.transitions + int(transitions))
+def counted(state: SettleState, transitions: int, diverged: bool = False) -> SettleState:
+    """A BO step's transitions counted, and whether any of them diverged."""
+    return state._replace(transitions=state.transitions + int(transitions),
+                          calm=0 if diverged else state.calm + 1)
 
 
 def settled(rule: SettleRule, state: SettleState, *, metric_done: bool, learns_metric: bool,
@@ -108,7 +124,8 @@ def settled(rule: SettleRule, state: SettleState, *, metric_done: bool, learns_m
     """The reason burn-in may stop now, or None: `metric_done` when no metric window is
     left, `learns_metric` when the run learns one at all (else test 1 holds trivially),
     `growing` when the L cap would still grow."""
-    if not metric_done or growing or len(state.trace) < max(rule.min_steps, rule.window + 1):
+    if not metric_done or growing or len(state.trace) < max(rule.min_steps, rule.window + 1) \
+            or state.calm < rule.window:
         return None
     if learns_metric and not (state.metric_change is not None
                               and state.metric_change < rule.metric_change):
@@ -123,7 +140,8 @@ def settled(rule: SettleRule, state: SettleState, *, metric_done: bool, learns_m
               else f"metric change {state.metric_change:.3f} < {rule.metric_change}")
     return (f"settled: incumbent's predicted reward changed {100 * rise:+.1f}% over the last "
             f"{rule.window} BO steps (at most ±{100 * rule.gain:g}%), {change}, "
-            f"{len(state.trace)} BO steps under the final metric, L cap not growing")
+            f"{len(state.trace)} BO steps under the final metric, no divergence in the last "
+            f"{state.calm}, L cap not growing")
 
 
 def end_step(state: SettleState, cap: int) -> int:
@@ -143,19 +161,21 @@ def metric_settled(rule: SettleRule | None, state: SettleState) -> bool:
     return rule is not None and change is not None and change < rule.metric_change
 
 
-def after_step(rule: SettleRule, state: SettleState, *, i: int, transitions: int,
-               updated: bool, predicted: float, cap: int, windows: list[int],
-               growing: bool) -> SettleState:
-    """The state after warm-up BO step i of `transitions` transitions: counted, the
-    incumbent's `predicted` reward appended unless the step `updated` the metric (the
-    update then starts the trace again, `new_epoch`), and `stop` set where the test
-    (`settled`) fires before the `cap`-th step; `windows` the metric's window bounds
-    (`learned_metric.windows`; none: no metric is learned)."""
+def after_step(rule: SettleRule, state: SettleState, *, i: int, chunk: dict, updated: bool,
+               predicted: float, cap: int, windows: list[int], growing: bool) -> SettleState:
+    """The state after warm-up BO step i, the `chunk` the tuner saw (every chain): its
+    transitions and divergences counted, the incumbent's `predicted` reward appended
+    unless the step `updated` the metric (the update then starts the trace again,
+    `new_epoch`), and `stop` set where the test (`settled`) fires before the `cap`-th
+    step; `windows` the metric's window bounds (`learned_metric.windows`; none: no metric
+    is learned)."""
     if state.stop is not None:
         return state
+    transitions = np.asarray(chunk["positions"]).shape[1]
+    diverged = any_divergence(chunk)
     if updated:
-        return counted(state, transitions)
-    state = observed(state, predicted, transitions)
+        return counted(state, transitions, diverged)
+    state = observed(state, predicted, transitions, diverged)
     done = not windows or i >= windows[-1] or metric_settled(rule, state)
     reason = None if i >= cap else settled(rule, state, metric_done=done,
                                            learns_metric=bool(windows), growing=growing)
@@ -176,11 +196,13 @@ def report(state: SettleState, cap: int) -> dict:
 
 def to_json(state: SettleState) -> dict:
     return {"settle": {"trace": list(state.trace), "metric_change": state.metric_change,
-                       "transitions": int(state.transitions), "stop": state.stop}}
+                       "transitions": int(state.transitions), "stop": state.stop,
+                       "calm": int(state.calm)}}
 
 
 def from_json(d: dict) -> SettleState:
     s = d.get("settle") or {}
     return SettleState(trace=tuple(float(v) for v in s.get("trace", ())),
                        metric_change=s.get("metric_change"),
-                       transitions=int(s.get("transitions", 0)), stop=s.get("stop"))
+                       transitions=int(s.get("transitions", 0)), stop=s.get("stop"),
+                       calm=int(s.get("calm", 0)))
