@@ -49,7 +49,7 @@ Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler" and "The batch bur
 
 - **A burn-in that stops when it has learned** (`settle=True`, the run's warmup="auto";
   docs/warmup.md): a metric update that barely moves M⁻¹ is the last, and burn-in ends
-  once the incumbent's predicted reward stops rising under it; the k steps are the cap.
+  once the incumbent's predicted reward holds still and no chain diverges; k steps at most.
 
 The tuner is rebuilt from the options recorded in config.json (`RunSpec.tuner_options`), so
 `bomcmc resume DIR` continues a run exactly.
