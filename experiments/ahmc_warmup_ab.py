@@ -8,6 +8,9 @@ largest |z| of the means against the long reference stored by `benchmarks/run.py
 
     python experiments/ahmc_warmup_ab.py --posteriors logistic-heart --seeds 0,1,2 \
         --variants 'paper={"batch": 1, "steps_cap": 0}' 'default={}' --out /tmp/ab.jsonl
+
+A variant may set "warmup" itself ('auto={"warmup": "auto"}', docs/warmup.md); the
+variants of one seed run one after the other, so their seconds are paired.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ def reference(name: str):
     if not path.exists():
         return None
     ref = json.loads(path.read_text())["posteriors"][name].get("reference")
-    return None if ref is None else {k: np.asarray(ref[k]) for k in ("mean", "sd")}
+    return None if ref is None else {k: np.asarray(ref[k]) for k in ("mean", "sd", "mcse")
+                                     if k in ref}
 
 
 def one_run(name, options, seed, chains, warmup, draws):
@@ -43,6 +47,8 @@ def one_run(name, options, seed, chains, warmup, draws):
     from benchmarks.harness.bomcmc_runners import bomcmc_flat_draws as _bomcmc_flat_draws
 
     flat = flatten(models.get(name))
+    options = dict(options)
+    warmup = options.pop("warmup", warmup)
     t0 = time.perf_counter()
     res = bomcmc.sample(posterior=name, sampler="ahmc", chains=chains, draws=draws,
                         warmup=warmup, seed=seed, progress=False, float64=True, **options)
@@ -56,11 +62,16 @@ def one_run(name, options, seed, chains, warmup, draws):
            "min_ess_per_kgrad": 1000 * float(ess.min()) / g,
            "min_ess_per_kgrad_incl_warmup": 1000 * float(ess.min()) / (g + gw),
            "end_to_end_s": e2e, "divergences": int(t["divergences"]),
+           "warmup_transitions": t["warmup"]["transitions"],
+           "warmup_reason": t["warmup"]["reason"],
            "rhat_max": float(np.nanmax(np.asarray(az.rhat(az.convert_to_dataset(x))["x"])))}
     ref = reference(name)
     if ref is not None:
         mcse = x.reshape(-1, x.shape[-1]).std(0) / np.sqrt(ess)
         out["z_max"] = float(np.max(np.abs(x.mean((0, 1)) - ref["mean"]) / mcse))
+        if "mcse" in ref:  # the reference's own error counted too
+            out["z_max_ref"] = float(np.max(np.abs(x.mean((0, 1)) - ref["mean"])
+                                            / np.sqrt(mcse**2 + ref["mcse"]**2)))
     tun = res.idata.tuning if "tuning" in res.idata.groups() else None
     if tun is not None and "L" in tun:
         L = np.asarray(tun["L"]).ravel()
@@ -87,8 +98,8 @@ def main():
     variants = [(v.split("=", 1)[0], json.loads(v.split("=", 1)[1])) for v in args.variants]
     with open(args.out, "a") as f:
         for name in args.posteriors.split(","):
-            for vname, opts in variants:
-                for seed in [int(s) for s in args.seeds.split(",")]:
+            for seed in [int(s) for s in args.seeds.split(",")]:
+                for vname, opts in variants:
                     row = {"variant": vname, "options": opts,
                            **one_run(name, opts, seed, args.chains, args.warmup, args.draws)}
                     f.write(json.dumps(row) + "\n")
@@ -98,7 +109,8 @@ def main():
                           f"{row['min_ess_per_kgrad_incl_warmup']:6.1f} with warm-up "
                           f"(warm-up {row['kgrad_warmup']:.0f}k, sampling "
                           f"{row['kgrad_sampling']:.0f}k grads), z {row.get('z_max', 0):.1f}, "
-                          f"{row['end_to_end_s']:.0f}s", flush=True)
+                          f"{row['end_to_end_s']:.0f}s, {row['warmup_transitions']} warm-up "
+                          "transitions", flush=True)
 
 
 if __name__ == "__main__":

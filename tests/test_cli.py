@@ -199,7 +199,7 @@ def test_sample_kwargs_pass_only_given_knobs():
                                                   "--out", "d"]))
     assert not {"step_size", "steps", "random_steps"} & set(kw)
     assert (kw["sampler"], kw["chains"], kw["draws"], kw["warmup"], kw["seed"]) == \
-        (bomcmc.registry.DEFAULT, 4, 1000, 1000, 0)  # the CLI's default is the API's
+        (bomcmc.registry.DEFAULT, 4, 1000, "auto", 0)  # the CLI's default is the API's
     # progress None: a bar on a terminal only
     assert kw["progress"] is None and kw["overwrite"] is False and kw["float64"] is False
     kw = cli.commands.sample_kwargs(p.parse_args(

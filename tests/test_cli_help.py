@@ -114,10 +114,13 @@ def test_every_stated_default_of_sample_is_what_a_run_records(monkeypatch):
     args = parser.parse_args(["--posterior", "gauss-2d-corr", "--out", "d"])
     with pytest.raises(Recorded):
         cli.commands.cmd_sample(args)
-    for key in keys - {"chunk_size", "init_strategy"}:
+    for key in keys - {"chunk_size", "init_strategy", "warmup"}:
         default = parser.get_default(key)
         assert type(default)(stated[key]) == default, key  # "0" for 0.0
         assert recorded[key] == default, key
+    # --warmup auto: config.json records the cap and that the sampler may stop before it
+    assert stated["warmup"] == parser.get_default("warmup") == "auto"
+    assert (recorded["warmup"], recorded["warmup_auto"]) == (1000, True)
     assert stated["init_strategy"].startswith("uniform")
     assert recorded["init_strategy"] == "uniform"
     # without --chunk-size: chunks of about a second, within a buffer of max(draws, warmup)

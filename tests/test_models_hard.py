@@ -22,7 +22,8 @@ from bomcmc.models import posteriordb as pdb
 
 pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
 
-RUN = dict(chains=4, warmup=1000, draws=1000, float64=True, progress=False)
+# the default warm-up ("auto"): AHMC's stops when it has learned, NUTS's is Stan's 1000
+RUN = dict(chains=4, warmup="auto", draws=1000, float64=True, progress=False)
 GAUSSIAN = ["regression-year", "regression-correlated", "gauss-100-corr", "ridge-2d"]
 # nuts's diagonal metric cannot get gauss-100-corr's sds right (docs/defaults.md): not asked
 NUTS_PASSES = ["regression-year", "regression-correlated", "ridge-2d"]

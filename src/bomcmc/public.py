@@ -83,7 +83,7 @@ def sample(
     config: SamplerConfig | None = None,
     chains: int = 4,
     draws: int = 1000,
-    warmup: int = 1000,
+    warmup: "int | str" = "auto",
     seed: int = 0,
     out: str | os.PathLike | None = None,
     thin: int = 1,
@@ -123,6 +123,11 @@ def sample(
     adapter_options=..., tuner_options=...)`. `adapt="window"` runs Stan's warm-up inside
     the compiled loop (the default, "auto", for "nuts"; `adapt=None` turns it off);
     `adapt_options` are its options.
+
+    `warmup=N` runs exactly N warm-up transitions. `warmup="auto"` (the default) lets the
+    sampler decide, up to 1000: "ahmc" ends its burn-in once a metric update barely moves
+    the metric and the bandit's best (ε, L) has stopped improving (docs/warmup.md), NUTS
+    and the others run Stan's 1000; run.json's `warmup` says how many ran and why.
 
     With `out=DIR` every finished chunk is written to DIR and the run can be continued after
     a crash with `resume(DIR)`. Chunks last about `chunk_seconds` each unless `chunk_size`

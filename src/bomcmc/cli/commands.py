@@ -43,7 +43,7 @@ def sample_kwargs(args: argparse.Namespace) -> dict:
     return {**kw, **given}
 
 
-def check_flags(sampler: str, given: dict, adapt: str | None, warmup: int) -> None:
+def check_flags(sampler: str, given: dict, adapt: str | None, warmup: "int | str") -> None:
     """The sampler options given as flags, checked against the sampler's schemas before the
     run (`registry.configure` checks them again): a flag the sampler does not take is one
     line naming it and the flags the sampler takes, in the command line's spelling."""
@@ -59,7 +59,7 @@ def check_flags(sampler: str, given: dict, adapt: str | None, warmup: int) -> No
         raise BomcmcError(f"sampler '{name}' tunes its step size itself: it cannot run with "
                           f"--adapt {adapt} (use --adapt none{hint})")
     adapter = (None if adapt == "none" else adapt) if adapt is not None else (
-        s.adapter if warmup > 0 else None)
+        s.adapter if warmup == "auto" or warmup > 0 else None)
     takes = [o for o in s.knobs + s.tuner if o.cli and not o.help.startswith("refused")]
     if adapter is not None and not s.tuner:
         takes += [o for o in schemas.ADAPTER_OPTIONS[adapter] if o.cli]

@@ -45,6 +45,7 @@ INIT_STRATEGIES = ("uniform", "init")  # bomcmc.posterior.INIT_STRATEGIES (test_
 CHUNK_DEFAULT = ("a bandit's BO step per chunk, else chunks of about 1 s, each at most "
                  "max(draws, warmup) draws, up to 2000, fewer for a large model: the bound "
                  "config.json records as chunk_size")
+WARMUP_DEFAULT = "auto"  # bomcmc.sample's (tests/test_cli.py holds them equal)
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPT = 130
@@ -90,6 +91,12 @@ def positive_int(text: str) -> int:
 
 def nonneg_int(text: str) -> int:
     return _int(text, 0, "a non-negative integer")
+
+
+def warmup_arg(text: str) -> "int | str":
+    """--warmup: "auto" (the sampler decides, up to 1000) or a count run exactly."""
+    return "auto" if text.strip().lower() == "auto" else _int(
+        text, 0, "a non-negative integer or 'auto'")
 
 
 def _float(text: str, positive: bool, what: str) -> float:
@@ -149,8 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="chains (default: 4)")
     s.add_argument("--draws", type=positive_int, default=1000, metavar="N",
                    help="draws per chain kept after warm-up (default: 1000)")
-    s.add_argument("--warmup", type=nonneg_int, default=1000, metavar="W",
-                   help="warm-up transitions per chain (default: 1000)")
+    s.add_argument("--warmup", type=warmup_arg, default=WARMUP_DEFAULT, metavar="W",
+                   help="warm-up transitions per chain, run exactly; 'auto': up to 1000, "
+                        "ahmc stopping once its metric and step size have settled, other "
+                        f"samplers 1000 (docs/warmup.md; default: {WARMUP_DEFAULT})")
     s.add_argument("--seed", type=nonneg_int, default=0, metavar="S",
                    help="random seed (default: 0)")
     u = s.add_mutually_exclusive_group()

@@ -30,7 +30,7 @@ from ..tuning.base import Tuner
 from .assemble import assemble, tuner_history
 from .engine import Run, make_knobs
 from .host_loop import default_buffer, execute, show_progress, unpack
-from .spec import RunSpec, json_config
+from .spec import RunSpec, json_config, warmup_count
 
 
 @dataclasses.dataclass
@@ -220,7 +220,7 @@ def sample(
     config: SamplerConfig | None = None,
     chains: int = 4,
     draws: int = 1000,
-    warmup: int = 1000,
+    warmup: "int | str" = "auto",
     seed: int = 0,
     out: str | os.PathLike | None = None,
     thin: int = 1,
@@ -259,6 +259,7 @@ def sample(
     if float64:
         set_float64(True)
     sampler = registry.get(sampler, posterior)
+    warmup, warmup_auto = warmup_count(warmup)
     config = _config(sampler, config, options, adapt, adapt_options, warmup, tuner is not None)
     sampler, config = registry.with_support(sampler, config)  # the compact set M, if any
     if init_strategy is None:
@@ -274,6 +275,7 @@ def sample(
         config=json_config(config), max_grad=max_grad, model=posterior.model_file,
         chain_block=chain_block if shard_data else _chain_block(chain_block, chains),
         shard_data=bool(shard_data), until_ess=until_ess, until_seconds=until_seconds,
+        warmup_auto=warmup_auto,
     )
     if chunk_size is None:  # a buffer for the whole run, within a memory cap
         dim = flatten(posterior, check_finite=False).dim

@@ -21,6 +21,7 @@ def assemble(run: Run, store, wall_total: float):
     warm = ([], [], {})  # the warm-up's positions, log densities and info, if kept
     warm_grad = samp_grad = 0
     warm_wall = samp_wall = tuner_s = 0.0
+    warm_iters = 0
     history = []
     for rec in store.chunks():
         history += rec.tuner_history
@@ -32,6 +33,7 @@ def assemble(run: Run, store, wall_total: float):
         if rec.phase == WARMUP:
             warm_grad += n_grad
             warm_wall += rec.wall_s
+            warm_iters += rec.n_draws
             if spec.save_warmup:
                 _collect(rec, *warm)
             continue
@@ -63,6 +65,7 @@ def assemble(run: Run, store, wall_total: float):
         "processes": run.process.size,
         "shard_data": run.spec.shard_data,
     }
+    totals["warmup"] = warmup_report(run, warm_iters)
     if run.until is not None:  # a run until precise: its target, and where it stopped
         totals["until"] = run.until.report()
     attrs = {
@@ -94,6 +97,20 @@ def assemble(run: Run, store, wall_total: float):
     if history or surface is not None:
         add_tuning_group(idata, history, run.tuner.state_dict(history=False), surface)
     return idata, totals
+
+
+def warmup_report(run: Run, transitions: int) -> dict:
+    """run.json's "warmup": the transitions run, and when and why the warm-up ended (a tuner
+    that ends its burn-in when it has learned says so, `Tuner.burn_in_report`)."""
+    spec = run.spec
+    out = {"auto": spec.warmup_auto, "cap" if spec.warmup_auto else "requested": spec.warmup,
+           "transitions": int(transitions)}
+    report = run.tuner.burn_in_report() if spec.warmup_auto else None
+    if report is not None:
+        return {**out, **report, "transitions": int(transitions)}
+    reason = (f"the sampler's own schedule: warmup='auto' runs {spec.warmup} transitions"
+              if spec.warmup_auto else f"warmup={spec.warmup} given")
+    return {**out, "reason": reason}
 
 
 def _collect(rec: ChunkRecord, pos: list, lp: list, stats: dict) -> None:

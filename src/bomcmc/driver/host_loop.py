@@ -100,6 +100,13 @@ class Progress:
         self.bar.update(min(int(grads), self.bar.total) - self.bar.n if self.spec.max_grad
                         else rec.n_draws * rec.thin)
 
+    def shorten(self, transitions: int) -> None:
+        """A warm-up that ended `transitions` early (warmup="auto"): the total follows."""
+        if self.bar is not None and not self.spec.max_grad \
+                and self.bar.total != self.spec.total_iterations - transitions:
+            self.bar.total = self.spec.total_iterations - transitions
+            self.bar.refresh()
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
@@ -145,12 +152,15 @@ def _chunk_length(spec: RunSpec, preferred, pace: float | None) -> int:
     return int(min(spec.chunk_size, max(1, spec.chunk_seconds // per_draw)))
 
 
-def _plan(spec: RunSpec, index: int, next_iter: int, limit: int) -> ChunkPlan:
-    """The next chunk: warm-up transitions one by one until the warm-up ends, then sampling
-    draws, each the last of `thin` transitions; at most `limit` draws."""
-    if next_iter < spec.warmup:
-        return ChunkPlan(index, WARMUP, next_iter, min(limit, spec.warmup - next_iter), 1)
-    done = (next_iter - spec.warmup) // spec.thin
+def _plan(spec: RunSpec, index: int, next_iter: int, limit: int,
+          warmup: int | None = None) -> ChunkPlan:
+    """The next chunk: warm-up transitions one by one until the warm-up ends (after `warmup`
+    transitions, default spec.warmup), then sampling draws, each the last of `thin`
+    transitions; at most `limit` draws."""
+    warmup = spec.warmup if warmup is None else warmup
+    if next_iter < warmup:
+        return ChunkPlan(index, WARMUP, next_iter, min(limit, warmup - next_iter), 1)
+    done = (next_iter - warmup) // spec.thin
     return ChunkPlan(index, SAMPLING, next_iter, min(limit, spec.draws - done), spec.thin)
 
 
@@ -212,6 +222,13 @@ def _grads_so_far(run: Run, next_iter: int) -> float:
     return sum(float(np.sum(rec.info["n_grad"])) for rec in run.store.chunks()) / run.spec.chains
 
 
+def warmup_end(run: Run) -> int:
+    """The warm-up's transitions: spec.warmup, or fewer where the tuner ended its burn-in
+    early (warmup="auto"; its state, restored on resume, says where)."""
+    end = run.tuner.burn_in_end() if run.spec.warmup_auto else None
+    return run.spec.warmup if end is None else min(int(end), run.spec.warmup)
+
+
 def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             progress: bool) -> None:
     """Run chunk after chunk from transition `next_iter` (chunk number `chunk_index`) until
@@ -219,19 +236,20 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
     (`_plan`, `_chunk_length`), run and brought to the host, handed to the tuner, recorded
     to the store, and counted in the gradients and the progress bar."""
     spec, knobs = run.spec, run.knobs
+    warmup = warmup_end(run)
     pace = None  # seconds per transition, measured on the last chunk
     grads = _grads_so_far(run, next_iter)
     bar = Progress(spec, next_iter, grads, progress)
     until = run.until = (Until.resumed(spec.until_ess, spec.until_seconds, run.store)
                          if spec.until_ess else None)
     try:
-        while next_iter < spec.total_iterations and not (spec.max_grad
-                                                          and grads >= spec.max_grad) \
+        while next_iter < warmup + spec.draws * spec.thin \
+                and not (spec.max_grad and grads >= spec.max_grad) \
                 and not (until is not None and until.done):
             limit = _chunk_length(spec, run.tuner.chunk_draws(knobs, spec.chunk_size), pace)
             # every process runs the chunk the first one planned (paces differ)
             limit = int(distributed.broadcast(np.asarray(limit)))
-            plan = _plan(spec, chunk_index, next_iter, limit)
+            plan = _plan(spec, chunk_index, next_iter, limit, warmup)
             out, host, wall = _run_and_transfer(run, plan, states, knobs, adapt_state)
             pace = wall / (plan.n_draws * plan.thin)
             view = _view(run, plan, host)
@@ -242,6 +260,9 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             states, knobs, adapt_state = out[0], next_knobs, out[2]
             next_iter += plan.n_draws * plan.thin
             chunk_index += 1
+            if plan.phase == WARMUP:
+                warmup = warmup_end(run)
+                bar.shorten(spec.warmup - warmup)
             grads += _chunk_grads(view.info, spec.chains)
             bar.update(rec._replace(info=view.info._asdict()), grads)
             if until is not None and plan.phase == SAMPLING:

@@ -20,6 +20,21 @@ from ..posterior import INIT_STRATEGIES
 from ..validation import choice, integer
 
 
+AUTO = "auto"
+AUTO_WARMUP_CAP = 1000  # warmup="auto": at most this many warm-up transitions (Stan's count)
+
+
+def warmup_count(warmup) -> tuple[int, bool]:
+    """(transitions, auto) of a `warmup` argument: N (exactly N), or "auto" (up to
+    AUTO_WARMUP_CAP, fewer where the sampler's tuner decides its burn-in has learned)."""
+    if isinstance(warmup, str) and warmup.strip().lower() == AUTO:
+        return AUTO_WARMUP_CAP, True
+    if isinstance(warmup, str):
+        raise BomcmcError(f"warmup must be a non-negative integer or 'auto', got {warmup!r}")
+    integer("warmup", warmup, lo=0)
+    return int(warmup), False
+
+
 @dataclasses.dataclass
 class RunSpec:
     posterior: str
@@ -50,6 +65,9 @@ class RunSpec:
     # `draws` then being a cap, and `until_seconds` a cap on the sampling's seconds
     until_ess: float | None = None
     until_seconds: float | None = None
+    # warmup="auto": `warmup` is a cap, and a tuner that can tell when its burn-in has
+    # learned (AHMC's, `tuning.settle`) starts sampling there; other samplers run `warmup`
+    warmup_auto: bool = False
     version: str = __version__
 
     def validate(self) -> None:

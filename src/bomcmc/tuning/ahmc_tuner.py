@@ -47,6 +47,10 @@ Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler" and "The batch bur
   new metric at the chains' current positions, and the bandit restarts from the box's lower
   corner. p_i goes on counting.
 
+- **A burn-in that stops when it has learned** (`settle=True`, the run's warmup="auto";
+  docs/warmup.md): a metric update that barely moves M⁻¹ is the last, and burn-in ends
+  once the incumbent's predicted reward holds still and no chain diverges; k steps at most.
+
 The tuner is rebuilt from the options recorded in config.json (`RunSpec.tuner_options`), so
 `bomcmc resume DIR` continues a run exactly.
 """
@@ -58,48 +62,15 @@ import math
 import numpy as np
 
 from ..errors import BomcmcError
-from ..validation import choice, integer, pair
-from . import bandit, batch_burn_in as burn_in, learned_metric as metric, step_heuristic, surface
+from . import bandit, batch_burn_in as burn_in, learned_metric as metric, settle as settling
+from . import step_heuristic, surface
+from .ahmc_options import (ACF_MIN_DRAWS, BO_STEPS, DEFAULT_M, EPS_FACTORS,  # noqa: F401
+                           MASS_WINDOWS, REWARDS, check_options, given)
 from .bandit import TRUST  # noqa: F401 - re-exported
 from .base import SAMPLING, WARMUP
 from .batch_burn_in import STEPS_CAP, BurnInState
 from .gp_bandit import GPBanditTuner, one_blas_thread
 from .learned_metric import MASSES, MIN_MASS_STEPS, MetricState, needs_dense  # noqa: F401
-
-BO_STEPS = 100  # k: BO steps during burn-in (Wang, Mohamed & de Freitas 2013 §5)
-DEFAULT_M = 10  # transitions per BO step when there is no burn-in (m = ⌊1000/100⌋)
-EPS_FACTORS = (0.1, 10.0)  # the relative ε box: [ε₀/10, 10 ε₀]
-MASS_WINDOWS = (0.10, 0.25, 0.50)  # metric windows, as fractions of the k burn-in BO steps
-REWARDS = ("esjd", "ess", "acf")
-ACF_MIN_DRAWS = 26  # the "acf" reward's l_min
-
-
-def check_options(warmup, bo_steps, mass, mass_windows, eps_factors, batch, steps_cap,
-                  reward) -> None:
-    """AHMC's own options (one-line BomcmcError); the bandit's are `GPBanditTuner`'s."""
-    choice("mass", mass, MASSES)
-    choice("reward", reward, REWARDS,
-           " (a callable reward needs tuner=GPBanditTuner(reward=f))" if callable(reward) else "")
-    integer("bo_steps", bo_steps)
-    pair("eps_factors", eps_factors)
-    try:
-        w = [float(f) for f in mass_windows]
-    except (TypeError, ValueError):
-        raise BomcmcError(f"mass_windows must be fractions, got {mass_windows!r}") from None
-    if len(w) < 2 or any(not 0 <= f <= 1 for f in w) or w != sorted(w):
-        raise BomcmcError("mass_windows must be increasing fractions in [0, 1] (start, end, "
-                          f"...), got {mass_windows!r}")
-    if batch is not None:
-        integer("batch", batch)
-    if steps_cap is not None:
-        integer("steps_cap", steps_cap, lo=0)
-    k = min(bo_steps, warmup)
-    m = warmup // k if k else DEFAULT_M
-    if reward == "acf" and m < ACF_MIN_DRAWS:
-        raise BomcmcError(f"reward 'acf' needs BO steps of >= {ACF_MIN_DRAWS} draws; warmup "
-                          f"{warmup} with {k} BO steps gives {m} (use fewer bo_steps or "
-                          f"warmup >= {ACF_MIN_DRAWS * k})")
-
 
 # ---------------------------------------------------------------------------------------
 # The tuner: the bandit's state, the metric's (`learned_metric`) and the batch burn-in's
@@ -127,6 +98,8 @@ class AHMCTuner(GPBanditTuner):
         steps_cap: the first cap on L (8), doubled while the incumbent is near it; 0 or
             None: the whole box from the start (the paper).
         reward: "esjd" (default), "ess" or "acf".
+        settle: end burn-in once the metric and the incumbent have settled (`settle`;
+            the run's warmup="auto"), k BO steps at most; False: always the k steps.
         logdensity_fn, start_positions: for Stan's step-size heuristic (the relative box).
         other keyword arguments: GPBanditTuner's.
     """
@@ -136,7 +109,8 @@ class AHMCTuner(GPBanditTuner):
     def __init__(self, *, warmup: int, thin: int = 1, bo_steps: int = BO_STEPS,
                  mass: str = "auto", mass_windows=MASS_WINDOWS, eps_factors=EPS_FACTORS,
                  batch: int | None = None, steps_cap: int | None = STEPS_CAP,
-                 reward: str = "esjd", logdensity_fn=None, start_positions=None, **options):
+                 reward: str = "esjd", settle: bool = False, logdensity_fn=None,
+                 start_positions=None, **options):
         if options.get("budget") is not None:
             raise BomcmcError("AHMC sets its chunk lengths from the burn-in (no budget)")
         warmup, thin = int(warmup), max(1, int(thin))
@@ -165,6 +139,9 @@ class AHMCTuner(GPBanditTuner):
         self.start_positions = start_positions
         self._heuristic_fn = None
         self.side_grads = 0  # gradients spent outside the chunks, not yet taken
+        self.settle_rule = settling.SettleRule() if settle else None
+        self.settle = settling.SettleState()
+        self._burn_schedule, self.schedule = self.schedule, self._shifted_schedule
 
     # -- the states, read ------------------------------------------------------------------
     @property
@@ -182,6 +159,20 @@ class AHMCTuner(GPBanditTuner):
     @property
     def metric_kind(self) -> str | None:
         return self.metric.metric_kind
+
+    @property
+    def burn_end(self) -> int:
+        return settling.end_step(self.settle, self.burn_steps)
+
+    def _shifted_schedule(self, i: int) -> float:
+        """p_i; after an early stop at BO step s, as if burn-in had run its k steps."""
+        return self._burn_schedule(i + self.burn_steps - self.burn_end)
+
+    def burn_in_end(self) -> int | None:
+        return settling.end_transitions(self.settle)
+
+    def burn_in_report(self) -> dict | None:
+        return settling.report(self.settle, self.burn_steps) if self.settle_rule else None
 
     def capped(self, box):
         return burn_in.capped_box(box, self.steps_max, self.burn.steps_cap)
@@ -249,7 +240,7 @@ class AHMCTuner(GPBanditTuner):
         """BO step j = i + 1: m (+1 for the first B mod k) transitions in burn-in, m // thin
         draws after (m = ⌊B/k⌋, as in the authors' `ahmc.m`)."""
         j = self.bandit.i + 1
-        if j <= self.burn_steps:
+        if j <= self.burn_end:
             n = self.step_transitions + (1 if j <= self.longer else 0)
         else:
             n = self.sampling_draws
@@ -273,7 +264,8 @@ class AHMCTuner(GPBanditTuner):
         i = self.bandit.i + 1
         self.bandit = self.bandit._replace(i=i)
         w = self.windows
-        collect = phase == WARMUP and bool(w) and w[0] < i <= w[-1]
+        collect = (phase == WARMUP and bool(w) and w[0] < i <= w[-1]
+                   and not settling.metric_settled(self.settle_rule, self.settle))
         if collect:
             self.metric = metric.welford_add(self.metric,
                                              np.asarray(chunk["positions"], np.float64))
@@ -281,11 +273,14 @@ class AHMCTuner(GPBanditTuner):
         for entry in entries:
             entry["epoch"] = self.metric.epoch
             entry["incumbent"] = False
-        self.burn, self.bandit, _ = burn_in.grow_steps(self.burn, self.bandit, self.config,
-                                                       self.steps_max)
-        if collect and i in w[1:]:
+        self.burn, self.bandit, grew = burn_in.grow_steps(self.burn, self.bandit, self.config,
+                                                          self.steps_max)
+        updated = collect and i in w[1:]
+        # warmup="auto": the step counted and an early end decided (never at a metric update)
+        ends = phase == WARMUP and (self._settled(i, chunk, updated, grew) or i == self.burn_steps)
+        if updated:
             knobs = self._new_metric(knobs, chunk)  # no proposal: the GP starts afresh
-        elif phase == WARMUP and i == self.burn_steps and self.bandit.gp.n_obs > 0:
+        elif ends and self.bandit.gp.n_obs > 0:
             # Burn-in's exploration ends: sampling starts from the incumbent, not from a last
             # exploratory proposal nobody has tried (docs/tuning.md, "Robust defaults"), and
             # every chain runs it.
@@ -301,6 +296,18 @@ class AHMCTuner(GPBanditTuner):
             self.move(entries[-1])
         self.history.extend(entries)
         return self._apply(knobs)
+
+    def _settled(self, i: int, chunk: dict, updated: bool, grew: bool) -> bool:
+        """warmup="auto": the step counted in `settle`; whether burn-in ends here."""
+        if self.settle_rule is None:
+            return False
+        gp = self.bandit.gp
+        self.settle = settling.after_step(
+            self.settle_rule, self.settle, i=i, chunk=chunk, updated=updated,
+            cap=self.burn_steps, windows=self.windows,
+            predicted=float(np.max(gp.mean(gp.X))) if gp.n_obs else math.nan,
+            growing=grew or burn_in.would_grow(self.burn, self.bandit, self.steps_max))
+        return self.settle.stop is not None
 
     def observe_groups(self, chunk: dict) -> list[dict]:
         """One history entry per group, each observing its own chains' reward."""
@@ -320,11 +327,11 @@ class AHMCTuner(GPBanditTuner):
     def propose_batch(self, p: float, n: int) -> list[tuple]:
         """`batch_burn_in.gp_bucb`: n points for the n groups."""
         return burn_in.gp_bucb(self.bandit, self.config, p, n,
-                               lambda s: bandit.trust_region(s, self.burn_steps))
+                               lambda s: bandit.trust_region(s, self.burn_end))
 
     def search_box(self) -> tuple[np.ndarray, np.ndarray]:
         """`bandit.trust_region` after burn-in, the whole box before."""
-        return bandit.trust_region(self.bandit, self.burn_steps)
+        return bandit.trust_region(self.bandit, self.burn_end)
 
     def _apply(self, knobs):
         """Each chain's (ε, L): its group's in batch burn-in, else the shared one."""
@@ -339,6 +346,8 @@ class AHMCTuner(GPBanditTuner):
         self.metric, inv = metric.estimate(self.metric, self.mass)
         self.metric = metric.next_epoch(self.metric)
         old = np.asarray(knobs.inverse_mass_matrix)
+        if self.settle_rule is not None:
+            self.settle = settling.new_epoch(self.settle, settling.metric_change(old[0], inv))
         knobs = knobs._replace(inverse_mass_matrix=np.broadcast_to(
             inv.astype(old.dtype), old.shape).copy())
         box = self.bandit.box
@@ -366,7 +375,7 @@ class AHMCTuner(GPBanditTuner):
     def state_dict(self, history: bool = True) -> dict:
         """The three states' `_asdict()` in JSON form, side by side."""
         state = {**super().state_dict(history), **metric.to_json(self.metric),
-                 **burn_in.to_json(self.burn)}
+                 **burn_in.to_json(self.burn), **settling.to_json(self.settle)}
         state["config"]["steps_bounds"] = list(self.steps_request)  # the box's own
         return state
 
@@ -383,23 +392,19 @@ class AHMCTuner(GPBanditTuner):
         super().load_state_dict(state, history)
         self.burn = burn_in.from_json(state)
         self.metric = metric.from_json(state)
+        self.settle = settling.from_json(state)
         self.side_grads = 0  # counted in the chunks already written
 
 
 # ---------------------------------------------------------------------------------------
 # Building the tuner from the run's options (what config.json records)
 # ---------------------------------------------------------------------------------------
-def given(options: dict) -> dict:
-    """The options a user set (None: the tuner's default)."""
-    return {k: v for k, v in options.items() if v is not None}
-
-
 def make_tuner(options: dict, spec, flat, states) -> AHMCTuner:
     """The AHMC tuner of a run: `options` as recorded in config.json (checked by the
     tuner), `spec` the RunSpec, `flat` the flat posterior, `states` the chains' initial
     states (for the heuristic)."""
     return AHMCTuner(warmup=int(spec.warmup), thin=spec.thin, seed=spec.seed,
-                     logdensity_fn=flat.logdensity_fn,
+                     settle=bool(spec.warmup_auto), logdensity_fn=flat.logdensity_fn,
                      start_positions=np.asarray(states.position), **given(options))
 
 

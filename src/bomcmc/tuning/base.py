@@ -19,6 +19,11 @@ A tuner subclasses `Tuner` and overrides what it needs:
                                              them per chunk, rebuilds the full history on
                                              resume and writes it as the InferenceData
                                              group `tuning`
+    burn_in_end() -> int | None              the warm-up transitions after which the tuner
+                                             ended its burn-in early (a run whose warm-up is
+                                             "auto"): the driver samples from there; None:
+                                             the run's warm-up count holds
+    burn_in_report() -> dict | None          how the burn-in ended, for run.json
     take_grads() -> int                      gradients the tuner spent outside the chunks
                                              since the last call (a step-size heuristic, a
                                              Hessian), for the driver to count
@@ -60,6 +65,12 @@ class Tuner:
 
     def chunk_history(self) -> list[dict]:
         return []
+
+    def burn_in_end(self) -> int | None:
+        return None
+
+    def burn_in_report(self) -> dict | None:
+        return None
 
     def take_grads(self) -> int:
         return 0

@@ -48,15 +48,21 @@ def grow_steps(burn: BurnInState, state: BanditState, config: BanditConfig,
     still rising towards the longest trajectories tried, so longer ones may pay; until
     then none beyond the cap is run. The GP is rebuilt over the new box (its length scales
     are 0.2 of the box's range) with every observation kept."""
-    if burn.steps_cap is None or state.gp.n_obs == 0:
+    if not would_grow(burn, state, steps_max):
         return burn, state, False
-    hi = math.floor(steps_max)
-    if burn.steps_cap >= hi or 4 * bandit.incumbent(state)[1] < GROW_AT * burn.steps_cap:
-        return burn, state, False
-    cap = min(hi, 2 * burn.steps_cap)
+    cap = min(math.floor(steps_max), 2 * burn.steps_cap)
     box = capped_box(state.box, steps_max, cap)
     gp = state.gp.copy(lengthscales=bandit.make_gp(box, config).lengthscales)
     return burn._replace(steps_cap=cap), state._replace(box=box, gp=gp), True
+
+
+def would_grow(burn: BurnInState, state: BanditState, steps_max: float) -> bool:
+    """Whether `grow_steps` doubles the cap now: a cap below the box's own bound and an
+    incumbent at L >= GROW_AT/4 of it."""
+    if burn.steps_cap is None or state.gp is None or state.gp.n_obs == 0:
+        return False
+    return (burn.steps_cap < math.floor(steps_max)
+            and 4 * bandit.incumbent(state)[1] >= GROW_AT * burn.steps_cap)
 
 
 def gp_bucb(state: BanditState, config: BanditConfig, p: float, n: int,
