@@ -107,9 +107,9 @@ def _margin(idata, reference: dict) -> float:
 
 @pytest.fixture(scope="module")
 def runs(compilation_cache):
-    """{model: [SampleResult per seed]}: three seeds of each model, compiled once."""
-    return {name: [_sample(bomcmc.from_numpyro(model, *args), s) for s in SEEDS]
-            for name, (model, args) in ARGS.items()}
+    """{model: [SampleResult per seed]}: three seeds of each model, built and compiled once."""
+    posts = {name: bomcmc.from_numpyro(model, *args) for name, (model, args) in ARGS.items()}
+    return {name: [_sample(post, s) for s in SEEDS] for name, post in posts.items()}
 
 
 # ---------------------------------------------------------------------------------------
