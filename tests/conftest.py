@@ -6,14 +6,6 @@ import tempfile
 
 os.environ.setdefault("BOMCMC_CACHE_DIR", tempfile.mkdtemp(prefix="bomcmc-test-cache-"))
 
-# The suite's time is mostly XLA compiling hundreds of small programs once each. Its programs
-# are compiled with LLVM's backend optimisation off, which makes compiling about a quarter
-# cheaper and the long sampling loops a few per cent slower; what they compute is the same up
-# to rounding in the last bits. Subprocesses inherit it. The golden draws, recorded by code
-# compiled as users' is, are checked in a process without it (test_golden_draws.py).
-TEST_XLA_FLAG = "--xla_backend_optimization_level=0"
-os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), TEST_XLA_FLAG]))
-
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)

