@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -147,3 +148,41 @@ def test_a_numpyro_model_on_new_data_of_the_same_shape_compiles_nothing():
     assert post.data is None
     res = bomcmc.sample(posterior=post, **run)
     assert res.idata.posterior["mu"].shape == (2, 20, 3)
+
+
+def _gaussian(x):
+    return -0.5 * jnp.sum((x - 1.0) ** 2 / jnp.array([1.0, 4.0]))
+
+
+@pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")
+def test_a_second_run_of_the_same_posterior_reuses_its_program():
+    """Another seed, other draws, other knob values: the same program, reused in the process
+    without tracing it again; its draws are those of a run that compiles it anew. A run that
+    changes the program (another warm-up length) compiles its own."""
+    from bomcmc.driver import engine
+
+    post = bomcmc.Posterior(_gaussian, jnp.zeros(2), name="gauss")
+    run = dict(posterior=post, sampler="hmc", chains=2, warmup=20, draws=30, chunk_size=50,
+               progress=False, adapt="none")
+    bomcmc.sample(seed=0, **run, step_size=0.5)
+    traced = []
+    build = engine.build_chunk_fn
+
+    def counting(*args, **kw):
+        traced.append(1)
+        return build(*args, **kw)
+
+    engine.build_chunk_fn = counting
+    try:
+        again = bomcmc.sample(seed=1, **{**run, "draws": 40}, step_size=0.4)
+        assert traced == [] and again.totals["compile_s"] < 0.5
+        engine.PROGRAMS.clear()
+        anew = bomcmc.sample(seed=1, **{**run, "draws": 40}, step_size=0.4)
+        assert traced == [1]
+        bomcmc.sample(seed=1, **{**run, "warmup": 21}, step_size=0.4)
+        assert traced == [1, 1]
+    finally:
+        engine.build_chunk_fn = build
+    for var in ("x",):
+        np.testing.assert_array_equal(again.idata.posterior[var].values,
+                                      anew.idata.posterior[var].values)

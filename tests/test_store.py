@@ -42,12 +42,39 @@ def test_chunks_round_trip_in_order(tmp_path):
     assert store.last_chunk() is None and store.config() == {"sampler": "hmc"}
     for i in range(3):
         store.write_chunk(i, _record(i))
-    got = list(store.chunks())
+    store.flush()
+    files = DiskStore(tmp_path / "run")  # another store: it has only the files to read
+    got = list(files.chunks())
     assert [r.index for r in got] == [0, 1, 2]
     for i, rec in enumerate(got):  # typed fields, as written: scalars, arrays, JSON, groups
         _assert_same(rec, _record(i))
-    _assert_same(store.last_chunk(), _record(2))
+    _assert_same(files.last_chunk(), _record(2))
     assert not store.is_complete()
+
+
+def test_the_records_a_store_keeps_are_what_its_files_hold(tmp_path):
+    """The store that wrote a one-process run's chunks hands back its own records, not the
+    files it wrote (no reading back), and those records are what the files hold."""
+    store = DiskStore(tmp_path / "run")
+    store.create({})
+    for i in range(3):
+        store.write_chunk(i, _record(i))
+    kept, read = list(store.chunks()), list(DiskStore(tmp_path / "run").chunks())
+    assert kept[1] is store._written[1]
+    for a, b in zip(kept, read, strict=True):
+        _assert_same(a, b)
+    store.discard_after(1)  # a resumed run rewrites chunk 1 on
+    assert [r.index for r in store.chunks()] == [0] and list(store._written) == [0]
+
+
+def test_a_chunk_that_cannot_be_written_is_an_error(tmp_path):
+    """Chunks are written in the background; a write that failed is raised, not lost."""
+    store = DiskStore(tmp_path / "run")
+    store.create({})
+    store.chunk_dir.rmdir()
+    store.write_chunk(0, _record(0))
+    with pytest.raises(FileNotFoundError):
+        store.flush()
 
 
 def test_chunk_files_of_earlier_versions_still_read(tmp_path):
@@ -78,6 +105,7 @@ def test_a_missing_chunk_is_reported(tmp_path):
     store.create({})
     for i in range(3):
         store.write_chunk(i, _record(i))
+    store.flush()
     next(store.chunk_dir.glob("000001.npz")).unlink()
     with pytest.raises(BomcmcError, match="not consecutive"):
         list(store.chunks())
@@ -98,6 +126,7 @@ def test_files_follow_the_umask(tmp_path):
         store = DiskStore(tmp_path / "run")
         store.create({"a": 1})
         store.write_chunk(0, _record(0))
+        store.flush()
         atomic_write_text(tmp_path / "t.txt", "x")
         for p in (store.path / "config.json", store.chunk_dir / "000000.npz",
                   tmp_path / "t.txt"):

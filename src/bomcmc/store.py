@@ -12,6 +12,11 @@ killed at any instant leaves either a whole chunk or no chunk, never half of one
 `idata.nc` that looks complete. `MemoryStore` keeps the same records in a list for runs
 without an output directory.
 
+A `DiskStore` writes its chunk files in one background thread, in order, so that the next
+chunk runs while the last one is serialised and fsynced; whatever reads the files waits for
+the writes first (`flush`). It also keeps the records of a one-process run's chunks it wrote
+itself, so that assembling the run does not read back files it has just written.
+
 A chunk travels as a `ChunkRecord` between the host loop that makes it, the store and the
 assembly that reads it back; only the store converts it to and from the flat keys of a chunk
 file (`index`, ..., `info.FIELD`, `state.FIELD`, `knobs.FIELD`, `next_knobs.FIELD`,
@@ -25,6 +30,7 @@ import json
 import os
 import re
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
@@ -214,6 +220,9 @@ class MemoryStore:
     def last_chunk(self) -> ChunkRecord | None:
         return self._chunks[-1] if self._chunks else None
 
+    def flush(self) -> None:
+        """Nothing to wait for (the interface of `DiskStore.flush`)."""
+
 
 class DiskStore:
     """Chunks as atomic .npz files under DIR/chunks (see module docstring)."""
@@ -223,6 +232,10 @@ class DiskStore:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self.chunk_dir = self.path / "chunks"
+        self._writer: ThreadPoolExecutor | None = None
+        self._pending: list[Future] = []
+        # one-process chunks this store wrote, by index: what a file read back would hold
+        self._written: dict[int, ChunkRecord] = {}
 
     # -- creating and opening -------------------------------------------------------------
     def check_writable(self, overwrite: bool = False) -> None:
@@ -246,6 +259,8 @@ class DiskStore:
         atomic_write_json(self.path / "config.json", config)
 
     def clear(self) -> None:
+        self.flush()
+        self._written.clear()
         for name in ("idata.nc", "run.json", "config.json"):
             p = self.path / name
             if p.exists():
@@ -268,6 +283,7 @@ class DiskStore:
         """The files of each complete chunk, in order, each chunk's parts in process order.
         A chunk is complete when every process's part is there; the run's chunks are those
         before the first incomplete one (a run killed between two processes' writes)."""
+        self.flush()
         if not self.chunk_dir.is_dir():
             return []
         found: dict[int, dict[int, dict[int, Path]]] = {}
@@ -297,16 +313,41 @@ class DiskStore:
         return len(self._chunk_parts())
 
     def write_chunk(self, index: int, record: ChunkRecord, part: tuple[int, int] = (0, 1)) -> None:
-        """Chunk `index`, or process part[0]'s part of it in a run of part[1] processes."""
+        """Chunk `index`, or process part[0]'s part of it in a run of part[1] processes: queued
+        for the writer thread (`flush` waits for it); a write that failed before is raised
+        here, at the next chunk."""
         rank, size = part
         name = f"{index:06d}.npz" if size == 1 else f"{index:06d}.p{rank}of{size}.npz"
+        self._raise_failed()
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bomcmc-store")
+        self._pending.append(self._writer.submit(self._write, self.chunk_dir / name, record))
+        if size == 1:
+            self._written[index] = record
+
+    @staticmethod
+    def _write(path: Path, record: ChunkRecord) -> None:
         buf = io.BytesIO()
         np.savez(buf, **to_flat(record))
-        atomic_write_bytes(self.chunk_dir / name, buf.getvalue())
+        atomic_write_bytes(path, buf.getvalue())
+
+    def _raise_failed(self) -> None:
+        done = [f for f in self._pending if f.done()]
+        self._pending = [f for f in self._pending if not f.done()]
+        for f in done:
+            f.result()  # raises the write's error
+
+    def flush(self) -> None:
+        """Wait until every queued chunk is on disk; raise the first write that failed."""
+        pending, self._pending = self._pending, []
+        for f in pending:
+            f.result()
 
     def discard_after(self, index: int) -> None:
         """Remove every chunk file numbered `index` or later: parts of a chunk that not every
         process finished, before a resumed run writes that chunk again."""
+        self.flush()
+        self._written = {i: r for i, r in self._written.items() if i < index}
         if not self.chunk_dir.is_dir():
             return
         for p in self.chunk_dir.iterdir():
@@ -322,13 +363,20 @@ class DiskStore:
             raise BomcmcError(f"{path}: unreadable chunk ({type(e).__name__})") from None
         return from_flat(flat, str(path))
 
+    def _record(self, index: int, parts: list[Path]) -> ChunkRecord:
+        """Chunk `index` from its files, or the record itself where this store wrote it."""
+        if len(parts) == 1 and index in self._written \
+                and parts[0].name == f"{index:06d}.npz":
+            return self._written[index]
+        return merge_parts([self._load(p) for p in parts])
+
     def chunks(self) -> Iterator[ChunkRecord]:
-        for parts in self._chunk_parts():
-            yield merge_parts([self._load(p) for p in parts])
+        for index, parts in enumerate(self._chunk_parts()):
+            yield self._record(index, parts)
 
     def last_chunk(self) -> ChunkRecord | None:
         parts = self._chunk_parts()
-        return merge_parts([self._load(p) for p in parts[-1]]) if parts else None
+        return self._record(len(parts) - 1, parts[-1]) if parts else None
 
     # -- the finished run -----------------------------------------------------------------
     def write_idata(self, idata) -> Path:

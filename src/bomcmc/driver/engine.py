@@ -12,7 +12,9 @@ run is cut into chunks: a run resumed from its last complete chunk continues bit
 
 from __future__ import annotations
 
+import json
 import time
+from collections import OrderedDict
 from typing import Callable
 
 import jax
@@ -213,19 +215,50 @@ class Run:
         return jax.tree_util.tree_map(lambda a: a[self.local], knobs)
 
     def compile(self, states, adapt_state):
+        """The chunk's executable: the one an earlier run of this process compiled for the
+        same program (`PROGRAMS`), else traced, lowered and compiled now."""
         t0 = time.perf_counter()
-        fn = build_chunk_fn(self.flat, self.kernel, self.spec.chunk_size, self.spec.warmup,
-                            self.adapter)
-        if self.block < self.local.stop - self.local.start:
-            fn = in_blocks(fn, self.block)
-        fn = data_args.with_data(fn, self.data)
         i32 = jnp.int32
         args = (self.data_args, self._put(self.chain_keys), self._put(states),
                 self._put(self.local_knobs(self.knobs)),
                 self._put(adapt_state),
                 jnp.asarray(0, i32), jnp.asarray(1, i32), jnp.asarray(1, i32))
-        self._chunk = jax.jit(fn).lower(*args).compile()
+        key = self._program_key(args)
+        self._chunk = PROGRAMS.get(key)
+        if self._chunk is None:
+            fn = build_chunk_fn(self.flat, self.kernel, self.spec.chunk_size,
+                                self.spec.warmup, self.adapter)
+            if self.block < self.local.stop - self.local.start:
+                fn = in_blocks(fn, self.block)
+            fn = data_args.with_data(fn, self.data)
+            self._chunk = jax.jit(fn).lower(*args).compile()
+            PROGRAMS.put(key, self._chunk, self._program_parts())
         self.compile_s = time.perf_counter() - t0
+
+    def _program_parts(self) -> tuple:
+        """The objects whose identity the program key holds (kept alive with the program, so
+        that no other object takes their ids)."""
+        source = self.flat.source
+        return source.logdensity_fn, source.data, self.kernel
+
+    def _program_key(self, args) -> tuple | None:
+        """What the chunk's program is a function of: the posterior's log density and data
+        (by identity), the kernel (by identity), the buffer, the warm-up's length, the
+        adapter and its options, the chain blocks, and every argument's structure, shape,
+        dtype and sharding. None (never reused) for a run whose data are sharded."""
+        if self.mesh is not None:
+            return None
+        cfg = self.spec.config
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        avals = tuple((np.shape(a), str(getattr(a, "dtype", type(a))),
+                       bool(getattr(a, "weak_type", False)), repr(getattr(a, "sharding", None)))
+                      for a in leaves)
+        init_leaves, init_tree = jax.tree_util.tree_flatten(self.flat.source.init_position)
+        return (tuple(map(id, self._program_parts())), init_tree,
+                tuple((np.shape(a), str(a.dtype)) for a in init_leaves),
+                self.spec.chunk_size, self.spec.warmup, cfg.adapt,
+                json.dumps(cfg.adapter_options, sort_keys=True, default=repr),
+                self.block, self.local.stop - self.local.start, tree, avals)
 
     def run_chunk(self, states, knobs, adapt_state, start_iter: int, n_draws: int, thin: int):
         i32 = jnp.int32
@@ -234,6 +267,36 @@ class Run:
                           self._put(adapt_state), jnp.asarray(start_iter, i32),
                           jnp.asarray(n_draws, i32), jnp.asarray(thin, i32))
         return jax.block_until_ready(out)
+
+
+class ProgramCache:
+    """The chunk executables this process compiled, by `Run._program_key`, the latest
+    `size` of them: a second run of the same posterior and sampler with another seed, other
+    draws or other knob values starts without tracing its program again (tracing a vmapped
+    NUTS takes seconds; JAX's persistent cache saves only the compilation after it)."""
+
+    def __init__(self, size: int = 8):
+        self.size = size
+        self._entries: OrderedDict = OrderedDict()
+
+    def get(self, key):
+        if key is None or key not in self._entries:
+            return None
+        self._entries.move_to_end(key)
+        return self._entries[key][0]
+
+    def put(self, key, program, parts) -> None:
+        if key is None:
+            return
+        self._entries[key] = (program, parts)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+PROGRAMS = ProgramCache()
 
 
 def _data(spec: RunSpec, post: Posterior):

@@ -271,3 +271,4 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
                 until.done = bool(distributed.broadcast(np.asarray(until.done)))
     finally:
         bar.close()
+        run.store.flush()  # every chunk on disk before the run is assembled or left
