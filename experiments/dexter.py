@@ -211,11 +211,17 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--figures", default=None,
                     help="draw Wang 2012's Figs 4.4–4.6 from the first ahmc_cv run here")
+    ap.add_argument("--supers", type=int, default=None,
+                    help="super-transitions instead of the budget's (a fraction of 'paper')")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="leapfrog steps per super-transition instead of the budget's")
     ap.add_argument("--append", action="store_true",
                     help="add to OUT/dexter.json (same budget) instead of replacing it; a run "
                          "of the same method and seed replaces the recorded one")
     args = ap.parse_args(argv)
-    budget = BUDGETS[args.budget]
+    budget = dict(BUDGETS[args.budget])
+    budget.update({k: v for k, v in (("supers", args.supers), ("steps", args.steps))
+                   if v is not None})
     X, y, Xv, yv = data(budget)
     cv, valid = build(budget, X, y, Xv)
     out = Path(args.out)
@@ -230,6 +236,8 @@ def main(argv=None) -> int:
             draws = kept(res, max_grad)
             row = {"method": method, "seed": seed, "budget": args.budget,
                    "n_grad": res.totals["n_grad"] + res.totals["n_grad_warmup"],
+                   "supers": budget["supers"], "steps": budget["steps"],
+                   "device": str(__import__("jax").devices()[0].device_kind),
                    "wall_s": res.totals["wall_s_total"],
                    "errors": errors(cv, draws, valid, yv)}
             if method == "ahmc_cv" and figures is not None:

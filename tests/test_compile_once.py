@@ -186,3 +186,17 @@ def test_a_second_run_of_the_same_posterior_reuses_its_program():
     for var in ("x",):
         np.testing.assert_array_equal(again.idata.posterior[var].values,
                                       anew.idata.posterior[var].values)
+
+
+def test_a_built_in_posterior_is_built_once_and_its_runs_share_a_program():
+    from bomcmc import models
+    from bomcmc.driver import engine
+
+    post = models.get("gauss-2d-corr")
+    assert models.get("gauss-2d-corr") is post and models.get("gauss-2d-corr-wide") is not post
+    run = dict(posterior="gauss-2d-corr", sampler="hmc", chains=2, warmup=10, draws=10,
+               chunk_size=20, progress=False, adapt="none", step_size=0.1)
+    bomcmc.sample(seed=0, **run)
+    programs = list(engine.PROGRAMS._entries)
+    bomcmc.sample(seed=1, **run)
+    assert list(engine.PROGRAMS._entries) == programs  # no program added: the same one ran

@@ -7,6 +7,7 @@ Factories are lazy, so listing the built-ins loads no data. New posteriors are a
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from functools import partial
 from typing import Callable
 
@@ -59,6 +60,27 @@ def _family(name: str):
 
 
 def get(name: str) -> Posterior:
+    """The built-in posterior `name`: the one built earlier in this process (with the same
+    float64 setting) if it is among the latest few, so that runs of it share one compiled
+    program (`driver.engine.PROGRAMS`); built-ins are not changed after they are built."""
+    import jax
+
+    key = (name, bool(jax.config.read("jax_enable_x64")))
+    if key in _BUILT:
+        _BUILT.move_to_end(key)
+        return _BUILT[key]
+    post = _build(name)
+    _BUILT[key] = post
+    while len(_BUILT) > _BUILT_SIZE:
+        _BUILT.popitem(last=False)
+    return post
+
+
+_BUILT: "OrderedDict[tuple[str, bool], Posterior]" = OrderedDict()
+_BUILT_SIZE = 8
+
+
+def _build(name: str) -> Posterior:
     family = _family(name) if name not in _REGISTRY else None
     if family is not None:
         return family()
