@@ -250,15 +250,14 @@ class Run:
             return None
         cfg = self.spec.config
         leaves, tree = jax.tree_util.tree_flatten(args)
-        avals = tuple((np.shape(a), str(getattr(a, "dtype", type(a))),
-                       bool(getattr(a, "weak_type", False)), repr(getattr(a, "sharding", None)))
-                      for a in leaves)
+        avals = tuple(jax.typeof(a) for a in leaves)  # shape, dtype, weak type
         init_leaves, init_tree = jax.tree_util.tree_flatten(self.flat.source.init_position)
         return (tuple(map(id, self._program_parts())), init_tree,
                 tuple((np.shape(a), str(a.dtype)) for a in init_leaves),
                 self.spec.chunk_size, self.spec.warmup, cfg.adapt,
                 json.dumps(cfg.adapter_options, sort_keys=True, default=repr),
-                self.block, self.local.stop - self.local.start, tree, avals)
+                self.block, self.local.stop - self.local.start, repr(self.sharding), tree,
+                avals)
 
     def run_chunk(self, states, knobs, adapt_state, start_iter: int, n_draws: int, thin: int):
         i32 = jnp.int32
