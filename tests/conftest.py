@@ -35,6 +35,21 @@ def compilation_cache():
         pass
 
 
+@pytest.fixture(autouse=True)
+def _programs_traced_afresh_under_monkeypatch(request):
+    """A test that patches a function a kernel calls (a broken variant) must trace its own
+    program, and leave none behind: the process's program cache (`driver.engine.PROGRAMS`)
+    knows kernels and posteriors by identity, not the module functions they call."""
+    if "monkeypatch" not in request.fixturenames:
+        yield
+        return
+    from bomcmc.driver import engine
+
+    engine.PROGRAMS.clear()
+    yield
+    engine.PROGRAMS.clear()
+
+
 # The slowest modules first (longest-first scheduling), meant to keep one xdist worker
 # (`--dist loadscope`, one module to a worker at a time, in this order with
 # `--no-loadscope-reorder`) from running a long module alone at the end. Order from
