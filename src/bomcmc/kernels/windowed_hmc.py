@@ -15,12 +15,15 @@ transition, from (x, p) with fresh momentum p:
    the reject window.
 3. Within the chosen window, state s is drawn with probability e^{−H(s)} / P_window.
 
-Reversing the momentum at an accepted state maps its trajectory onto one in which it sits at
-offset L − j of the reject window (the windows swap), so the move satisfies detailed balance
-for every W ≤ L + 1, the windows overlapping or not (Neal 1994 §3). W = 1 is plain HMC: the
-offset is 0, P_rej = e^{−H(s_0)}, P_acc = e^{−H(s_L)}. W = L + 1 always accepts. The
-acceptance rate rises because the test compares sums over W states, whose energy errors
-average out, instead of one state's (Neal 1994 §4).
+Detailed balance: from s_j of the accept window with its momentum reversed, the same states
+make a trajectory in reverse, in which s_j sits at offset L − j < W of the reject window and
+the two windows swap; the probability of going from s_F to s_j, (1/W)·min(1/P_rej,
+1/P_acc)·e^{−H(s_F)}·e^{−H(s_j)}, is then that of the way back, and a move within the reject
+window is symmetric in the same way. This holds for every W ≤ L + 1, the windows overlapping
+or not. W = 1 is plain HMC: the offset is 0, P_rej = e^{−H(s_0)}, P_acc = e^{−H(s_L)}.
+W = L + 1 always accepts (FBM then ignores the reject window). The acceptance rate rises
+because the test compares sums over W states, whose energy errors partly average out, instead
+of one state's (Neal 1994).
 
 The hot loop is one `lax.fori_loop` over the L steps (L is a traced knob, as in
 `integrators.leapfrog`: a `lax.scan` would need a static length). Each visited state is drawn
@@ -84,7 +87,7 @@ class WindowedResult(NamedTuple):
 
 def window_offset(u: jax.Array, window: jax.Array) -> jax.Array:
     """The current state's index F ~ U{0, ..., W−1} in the reject window, from one uniform
-    u ∈ [0, 1) (Neal 1994 §3)."""
+    u ∈ [0, 1) (Neal 1994)."""
     return jnp.clip(jnp.floor(u * window).astype(jnp.int32), 0, window - 1)
 
 
