@@ -18,7 +18,12 @@ discarded:
 - `neal_gibbs`: Neal's scheme with hand-set η and L. Neal's own robot-arm settings are lost;
   we use the starting point of Wang's FBM runs, L = 500, η = 0.1 (Wang's thesis-era
   code, `robot_arm.py`), with FBM's `sample-sigmas` Gibbs updates every transition;
-- `neal_gibbs_fbm`: the same with the third step of FBM's generic recipe, `hybrid 2000 0.5`;
+- `neal_gibbs_fbm`: the same with the sampling phase of FBM's generic regression recipe
+  (`doc/Ex-netgp-r.doc`: `sample-sigmas heatbath hybrid 2000:10 0.5`): L = 2000, η = 0.5 and
+  Neal's (1994) accept and reject windows of W = 10 states (`kernels/windowed_hmc.py`);
+  `neal_gibbs_fbm_03` the same at η = 0.3, the step-size adjustment reduced as that document
+  advises when the rejection rate is high, and `neal_gibbs_fbm_03_w1` at η = 0.3 without
+  windows (W = 1);
 - `nuts`: NUTS on the joint posterior of (log τ, w), Stan's warm-up (300 transitions);
 - `nuts_gibbs`: Gibbs draws of the precisions, then NUTS on the weights (if installed);
 - `neal_gibbs_ard`: `neal_gibbs` with automatic relevance determination (Table 4.1's "Neal
@@ -50,7 +55,9 @@ import numpy as np
 METHODS = {  # name: estimator keyword arguments
     "ahmc_cv": dict(sampler="ahmc_cv", folds=8),
     "neal_gibbs": dict(sampler="neal_gibbs", step_size=0.1, steps=500),
-    "neal_gibbs_fbm": dict(sampler="neal_gibbs", step_size=0.5, steps=2000),
+    "neal_gibbs_fbm": dict(sampler="neal_gibbs", step_size=0.5, steps=2000, window=10),
+    "neal_gibbs_fbm_03": dict(sampler="neal_gibbs", step_size=0.3, steps=2000, window=10),
+    "neal_gibbs_fbm_03_w1": dict(sampler="neal_gibbs", step_size=0.3, steps=2000),
     "nuts": dict(sampler="nuts", nuts_warmup=300),
     "nuts_gibbs": dict(sampler="nuts_gibbs", nuts_warmup=300),
     "neal_gibbs_ard": dict(sampler="neal_gibbs", step_size=0.1, steps=500,

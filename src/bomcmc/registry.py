@@ -10,6 +10,8 @@ Sampler names are spelt with underscores; a hyphen is read as an underscore (`nu
 `nuts_gibbs`).
 
     hmc          HMC with fixed knobs (no warm-up unless adapt="window")
+    whmc         HMC with accept and reject windows of `window` states (Neal 1994; FBM's
+                 `hybrid L:W`), fixed knobs
     nuts         NUTS, Stan's window warm-up
     nuts_async   the same NUTS transition run one leapfrog step per loop iteration
     ahmc         adaptive HMC: the GP bandit over (ε, L) (Wang, Mohamed & de Freitas 2013)
@@ -55,7 +57,7 @@ import numpy as np
 from . import schemas
 from .errors import BomcmcError
 from .kernels import (ahmc, blocked_rmhmc, hmc, hmc_mixture, intracluster, mams, nuts,
-                      nuts_machine, rmhmc, rwm, support)
+                      nuts_machine, rmhmc, rwm, support, windowed_hmc)
 from .kernels.base import Kernel
 from .options import SamplerConfig, Schema, names as option_names, reject_unknown
 from .tuning import ahmc_tuner, block_bandit, im_tuner, two_phase
@@ -118,6 +120,7 @@ def _entry(kernel: Kernel | None, name: str, knobs: Schema | None = None, **fiel
 _METRIC_HINT = "; for a learned metric use mass='diag'"
 SAMPLERS: dict[str, Sampler] = {
     "hmc": _entry(hmc.kernel, "hmc"),
+    "whmc": _entry(windowed_hmc.kernel, "whmc"),
     "nuts": _entry(nuts.kernel, "nuts"),  # Stan's window warm-up: no usable fixed step size
     "nuts_async": _entry(nuts_machine.kernel, "nuts_async"),
     "ahmc": _entry(ahmc.kernel, "ahmc", make_tuner=ahmc_tuner.make_tuner,

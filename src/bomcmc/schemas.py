@@ -50,6 +50,10 @@ FIXED_POINT_STEPS = Option("fixed_point_steps", positive_int, 6,
 
 KNOBS: dict[str, Schema] = {
     "hmc": _hmc_like(False) + (DENSE_MASS,),
+    # Neal 1994: accept or reject over windows of W states at the trajectory's two ends
+    "whmc": _hmc_like(False) + (DENSE_MASS, Option(
+        "window", positive_int, 1, "W, the states in each of the accept and reject windows "
+        "(Neal 1994; FBM's hybrid L:W; 1 is plain HMC, at most L + 1)")),
     # ε and L are the bandit's; step_size starts Stan's heuristic
     "ahmc": _hmc_like(True) + (SUPPORT,),
     "two_phase": _hmc_like(True),
@@ -193,6 +197,7 @@ class SamplerSchema(NamedTuple):
 
 SAMPLERS: dict[str, SamplerSchema] = {
     "hmc": SamplerSchema(KNOBS["hmc"], help="HMC with fixed knobs"),
+    "whmc": SamplerSchema(KNOBS["whmc"], help="HMC with Neal's accept and reject windows"),
     "nuts": SamplerSchema(KNOBS["nuts"], adapter="window", help="NUTS, Stan's window warm-up"),
     "nuts_async": SamplerSchema(KNOBS["nuts_async"], adapter="window",
                                 help="NUTS run one leapfrog step per loop iteration"),

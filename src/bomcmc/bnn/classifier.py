@@ -31,9 +31,9 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
 
     Args:
         hidden, prior, activation, sampler, folds, chains, super_transitions, budget,
-        burn_in, eps_bounds, steps_bounds, step_size, steps, nuts_warmup, pretrain_steps,
-        seed, out, progress, overwrite, shard_data: as `BayesianMLPRegressor` (there is no
-            noise).
+        burn_in, eps_bounds, steps_bounds, step_size, steps, window, nuts_warmup,
+        pretrain_steps, seed, out, progress, overwrite, shard_data: as
+            `BayesianMLPRegressor` (there is no noise).
 
     A scikit-learn classifier: `classes_` holds the labels, `score` is the accuracy,
     `test_error` the misclassification rate, `predict_proba` the predictive probabilities
@@ -45,7 +45,8 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
                  activation: str = "tanh", sampler: str = "ahmc_cv", folds: int = 8,
                  chains: int = 1, super_transitions: int = 100, budget: int = 4000,
                  burn_in: float = 0.25, eps_bounds=(0.01, 1.01), steps_bounds=(20, 500),
-                 step_size: float = 0.1, steps: int = 100, nuts_warmup: int = 300,
+                 step_size: float = 0.1, steps: int = 100, window: int = 1,
+                 nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
                  progress: bool | None = None, overwrite: bool = False,
                  shard_data: bool = False):
@@ -55,6 +56,7 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         self.super_transitions, self.budget, self.burn_in = super_transitions, budget, burn_in
         self.eps_bounds, self.steps_bounds = eps_bounds, steps_bounds
         self.step_size, self.steps, self.nuts_warmup = step_size, steps, nuts_warmup
+        self.window = window
         self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out
         self.progress, self.overwrite = progress, overwrite
         self.shard_data = shard_data

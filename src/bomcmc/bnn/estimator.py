@@ -19,7 +19,7 @@ first `burn_in` fraction of it are discarded (kept on disk, not in `idata_`).
   (Wang 2012 §3.2, ch. 4);
 - "ahmc_gibbs": the same on the one network, reward ESJD/√L;
 - "neal_gibbs": Neal's hand-tuned scheme with fixed η = `step_size`, L = `steps` (Choo 2000
-  §3.4);
+  §3.4), and with `window` > 1 Neal's (1994) accept and reject windows (FBM's `hybrid L:W η`);
 - "nuts": NUTS on the joint posterior of (log τ, w) with Stan's warm-up (`nuts_warmup`
   transitions);
 - "nuts_gibbs": Gibbs draws of the precisions, then NUTS on the weights;
@@ -59,7 +59,7 @@ ROW_MULTIPLE = 16
 # the parameters each sampler reads besides the shared ones: the warnings advise only these
 USES = {"ahmc_cv": ("eps_bounds", "steps_bounds", "folds"),
         "ahmc_gibbs": ("eps_bounds", "steps_bounds"), "dyn_a": ("eps_bounds", "steps_bounds"),
-        "dyn_b": ("eps_bounds", "steps_bounds"), "neal_gibbs": ("step_size", "steps"),
+        "dyn_b": ("eps_bounds", "steps_bounds"), "neal_gibbs": ("step_size", "steps", "window"),
         "nuts": ("nuts_warmup",), "nuts_gibbs": ("nuts_warmup",)}
 SHARED = ("sampler", "chains", "super_transitions", "budget", "burn_in", "pretrain_steps", "seed")
 
@@ -107,6 +107,7 @@ class BayesianMLPBase(BaseEstimator):
             raise BomcmcError(f"sampler must be one of {', '.join(SAMPLERS)}, "
                               f"got '{self.sampler}'")
         _check_int("chains", self.chains)
+        _check_int("window", self.window)
         _check_int("super_transitions", self.super_transitions)
         _check_int("budget", self.budget)
         _check_int("pretrain_steps", self.pretrain_steps, 0)
@@ -168,8 +169,9 @@ class BayesianMLPBase(BaseEstimator):
         if name == "ahmc_gibbs":
             return ahmc_gibbs_sampler(model), post, dict(tuned, reward="esjd"), None
         if name == "neal_gibbs":
-            return neal_sampler(model), post, dict(
-                adapt=None, step_size=self.step_size, steps=self.steps), None
+            window = dict(window=self.window) if self.window != 1 else {}  # Neal 1994
+            return neal_sampler(model, windowed=bool(window)), post, dict(
+                adapt=None, step_size=self.step_size, steps=self.steps, **window), None
         if name == "nuts":
             return "nuts", post, dict(adapt="window"), None
         return nuts_gibbs_sampler(model), post, dict(adapt="auto"), None

@@ -35,7 +35,9 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         super_transitions, budget: the leapfrog budget per chain (their product).
         burn_in: fraction of the budget whose draws are discarded.
         eps_bounds, steps_bounds: the bandit's box for η and L ("ahmc_gibbs", "ahmc_cv").
-        step_size, steps: η and L for "neal_gibbs". nuts_warmup: NUTS's warm-up transitions.
+        step_size, steps: η and L for "neal_gibbs"; window: W of Neal's (1994) accept and
+            reject windows for "neal_gibbs" (FBM's `hybrid L:W η`; 1: plain HMC).
+        nuts_warmup: NUTS's warm-up transitions.
         pretrain_steps: Adam steps to a MAP start for every chain, with the sigmas fixed
             (0: none).
         out: directory for the run (streams to disk, resumable); None keeps it in memory.
@@ -54,7 +56,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
                  activation: str = "tanh", sampler: str = "ahmc_cv", folds: int = 8,
                  chains: int = 1, super_transitions: int = 100, budget: int = 4000,
                  burn_in: float = 0.25, eps_bounds=(0.01, 1.01), steps_bounds=(20, 500),
-                 step_size: float = 0.1, steps: int = 100, nuts_warmup: int = 300,
+                 step_size: float = 0.1, steps: int = 100, window: int = 1,
+                 nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
                  progress: bool | None = None, overwrite: bool = False,
                  shard_data: bool = False):
@@ -64,6 +67,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         self.super_transitions, self.budget, self.burn_in = super_transitions, budget, burn_in
         self.eps_bounds, self.steps_bounds = eps_bounds, steps_bounds
         self.step_size, self.steps, self.nuts_warmup = step_size, steps, nuts_warmup
+        self.window = window
         self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out
         self.progress, self.overwrite = progress, overwrite
         self.shard_data = shard_data

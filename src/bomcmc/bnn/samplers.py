@@ -54,6 +54,8 @@ NEAL_KNOBS = (Option("step_size", positive_float, None, _ETA + " (default: 0.1)"
               Option("random_steps", bool, False, "draw L uniformly from 1..L"),
               *_GIBBS,
               Option("eta", positive_float, None, "η by its own name (as step_size)"))
+WINDOW = Option("window", positive_int, 1, "W, the states in each of the accept and reject "
+                "windows (Neal 1994; FBM's hybrid L:W η)")
 CHOO_KNOBS = tuple(o for o in NEAL_KNOBS if o not in _GIBBS)
 NUTS_GIBBS_KNOBS = (Option("step_size", positive_float, 0.2, _ETA),
                     Option("max_tree_depth", positive_int, 10, "maximum tree depth"),
@@ -103,10 +105,12 @@ def make_tuner(options: dict, spec, flat, states, *, model) -> GPBanditTuner:
     return GPBanditTuner(seed=spec.seed, **opts)
 
 
-def neal_sampler(model, name: str = "neal_gibbs") -> Sampler:
+def neal_sampler(model, name: str = "neal_gibbs", windowed: bool = False) -> Sampler:
     """Neal's Gibbs-within-HMC for a `BNN` or a `CVModel`, with fixed (η, L) (use with
-    `bomcmc.sample(model.posterior(), sampler=neal_sampler(model), ...)`)."""
-    return Sampler(neal_kernel(model, name=name), knobs=NEAL_KNOBS)
+    `bomcmc.sample(model.posterior(), sampler=neal_sampler(model), ...)`); `windowed`: with
+    Neal's (1994) accept and reject windows of `window` states, FBM's `hybrid L:W η`."""
+    return Sampler(neal_kernel(model, name=name, windowed=windowed),
+                   knobs=NEAL_KNOBS + (WINDOW,) if windowed else NEAL_KNOBS)
 
 
 def ahmc_gibbs_sampler(model, name: str = "ahmc_gibbs") -> Sampler:

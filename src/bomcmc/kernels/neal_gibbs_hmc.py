@@ -18,6 +18,9 @@ One transition (a "super-transition" of FBM's `mc-spec sample-sigmas heatbath hy
    Metropolis accept. Per-coordinate step sizes are the leapfrog with step η and diagonal
    inverse mass 1/cᵢ (Choo 2000, eqs. 2.19–2.20: the mass-absorbed form), so
    `integrators.leapfrog` is reused unchanged.
+   Built with `windowed=True`, the accept step is Neal's (1994) over windows of W states at
+   the trajectory's two ends (`kernels/windowed_hmc.py`), FBM's `hybrid L:W η`, with the
+   knob `window`.
 
 The position is the model's flat vector `[log τ…, w…]`; the state stores the joint log
 density (the driver records it as `lp`) and its gradient in the weights (the log-precision
@@ -42,6 +45,7 @@ from .base import Kernel
 from .hmc import (MAX_ENERGY_ERROR, HMCInfo, HMCState, metropolis, trajectory_length,
                   transition_info)
 from .integrators import IntegratorState, leapfrog
+from .windowed_hmc import check_window, windowed_trajectory
 
 NealState = HMCState
 NealInfo = HMCInfo  # step_size reports η
@@ -53,6 +57,17 @@ class NealKnobs(NamedTuple):
     random_steps: jax.Array  # bool: L_r ~ U{1..L} per transition
     sample_sigmas: jax.Array  # bool: Gibbs-update the weight-group precisions
     sample_noise: jax.Array  # bool: Gibbs-update the noise precisions
+
+
+class WindowedNealKnobs(NamedTuple):
+    """`NealKnobs` and the window W of Neal's (1994) windowed acceptance."""
+
+    step_size: jax.Array
+    num_steps: jax.Array
+    random_steps: jax.Array
+    sample_sigmas: jax.Array
+    sample_noise: jax.Array
+    window: jax.Array  # W: states in each of the accept and reject windows
 
 
 def gibbs_then_condition(model, key, x0, knobs, logdensity_fn):
@@ -79,9 +94,10 @@ def neal_step_sizes(model, position_tree, eta):
     return eta / jnp.sqrt(model_curvature_flat(model, position_tree))
 
 
-def neal_kernel(model, name: str = "neal_gibbs") -> Kernel:
+def neal_kernel(model, name: str = "neal_gibbs", windowed: bool = False) -> Kernel:
     """Neal's Gibbs-within-HMC `Kernel` for a `bomcmc.bnn.network.BNN` (use it with
-    `bomcmc.sample(model.posterior(), sampler=neal_sampler(model), ...)`)."""
+    `bomcmc.sample(model.posterior(), sampler=neal_sampler(model), ...)`); `windowed`: with
+    Neal's (1994) accept and reject windows, the knob `window` (FBM's `hybrid L:W η`)."""
     n_hyper, dim = model.n_hyper, model.dim
 
     def init(position, logdensity_fn):
@@ -101,12 +117,21 @@ def neal_kernel(model, name: str = "neal_gibbs") -> Kernel:
         momentum = jax.random.normal(k_p, w0.shape, dtype) / jnp.sqrt(inv_mass)
         n = trajectory_length(u_steps, knobs)
         start = IntegratorState(w0, momentum, logp, grad)
-        end = leapfrog(start, cond_logdensity, eta, inv_mass, n)
-        energy0, delta, diverging, accept_prob, accept = metropolis(
-            logp, end, momentum, inv_mass, u_accept, max_energy_error)
-        w1 = jnp.where(accept, end.position, w0)
-        logp1 = jnp.where(accept, end.logdensity, logp)
-        grad_w = jnp.where(accept, end.logdensity_grad, grad)
+        if windowed:  # the next state from one of the two windows (Neal 1994)
+            k_offset, k_choice = jax.random.split(jax.random.fold_in(key, 1))
+            res = windowed_trajectory(k_choice, start, cond_logdensity, eta, inv_mass, n,
+                                      knobs.window, jax.random.uniform(k_offset, (), dtype),
+                                      u_accept, max_energy_error)
+            end, energy0, delta = res.proposal, res.energy0, res.delta
+            diverging, accept_prob = res.diverging, res.accept_prob
+            w1, logp1, grad_w = res.state.position, res.state.logdensity, res.state.logdensity_grad
+        else:
+            end = leapfrog(start, cond_logdensity, eta, inv_mass, n)
+            energy0, delta, diverging, accept_prob, accept = metropolis(
+                logp, end, momentum, inv_mass, u_accept, max_energy_error)
+            w1 = jnp.where(accept, end.position, w0)
+            logp1 = jnp.where(accept, end.logdensity, logp)
+            grad_w = jnp.where(accept, end.logdensity_grad, grad)
         x1 = jnp.concatenate([hyper, w1])
         # Only the weight part of the gradient is used (and maintained); the log-precision
         # part is set to zero rather than left stale.
@@ -130,7 +155,16 @@ def neal_kernel(model, name: str = "neal_gibbs") -> Kernel:
             sample_noise=np.asarray(bool(sample_noise)),
         )
 
-    return Kernel(name=name, init=init, step=step, make_knobs=make_knobs, gibbs_within=True)
+    def make_windowed_knobs(d: int, step_size: float | None = None, steps: int = 100,
+                            random_steps: bool = False, sample_sigmas: bool = True,
+                            sample_noise: bool = True, eta: float | None = None,
+                            window: int = 1) -> WindowedNealKnobs:
+        knobs = make_knobs(d, step_size, steps, random_steps, sample_sigmas, sample_noise, eta)
+        check_window(window, steps)
+        return WindowedNealKnobs(*knobs, window=np.asarray(int(window), np.int32))
+
+    return Kernel(name=name, init=init, step=step, gibbs_within=True,
+                  make_knobs=make_windowed_knobs if windowed else make_knobs)
 
 
 def eta_and_steps(name: str, dim: int, d: int, step_size, eta, steps) -> float:
