@@ -13,6 +13,7 @@ not stored: it is the observed point of highest posterior mean (`incumbent`).
     propose(state, config, p, region) -> (state, point)   argmax of the acquisition
     reset_gp(state, config) -> state              a fresh GP over the box, max_j r_j forgotten
     refit_gp(state, config) -> state              the same observations over the box's scales
+    new_epoch_gp(state, config) -> state          reset_gp (full GP) or refit_gp (sparse)
 
 Every function returns a new state and leaves its argument alone (the GP of a new state is
 a copy, `GaussianProcess.added`), so a tuner is a thin shell that keeps the latest one.
@@ -166,6 +167,13 @@ def refit_gp(state: BanditState, config: BanditConfig) -> BanditState:
     if state.gp is None:
         return reset_gp(state, config)
     return state._replace(gp=state.gp.copy(lengthscales=make_gp(state.box, config).lengthscales))
+
+
+def new_epoch_gp(state: BanditState, config: BanditConfig) -> BanditState:
+    """The GP when the rewards seen so far were earned by another sampler (a new metric):
+    the full GP is reset (`reset_gp`), the sparse one kept (`refit_gp`), so that adaptation
+    that never ends forgets nothing (docs/tuning.md, "The sparse GP")."""
+    return (refit_gp if config.gp == "sparse" else reset_gp)(state, config)
 
 
 def observe(state: BanditState, point, reward: float) -> BanditState:
