@@ -81,7 +81,7 @@ def test_small_nu_matches_the_full_gp_on_the_dictionary_and_between():
 
 
 def test_the_recursive_inverse_without_its_correction_term_fails_the_same_check(monkeypatch):
-    """K_D'⁻¹ without the a aᵀ/δ term (a plausible slip in Engel's eq. 14) breaks the ν = 0
+    """K_D'⁻¹ without the a aᵀ/δ term (a plausible slip in the KRLS recursion) breaks the ν = 0
     equality (measured: μ off by 3.1, σ² by 69): the test above would catch it."""
     def broken(self, x, a, delta):
         m = len(self.X)
@@ -106,7 +106,7 @@ def test_the_recursive_inverse_without_its_correction_term_fails_the_same_check(
 
 def test_dictionary_stays_bounded_when_points_repeat_in_a_box():
     """Points drawn at random in the box, L rounded: the full GP's distinct inputs grow with
-    n, the dictionary stops growing (Engel, Mannor & Meir 2004, Theorem 3.1)."""
+    n, the dictionary stops growing (Engel, Mannor & Meir 2004, §3)."""
     rng = np.random.default_rng(2)
     full, sparse = GaussianProcess(SCALES), SparseGaussianProcess(SCALES)
     sizes = {}
