@@ -156,28 +156,47 @@ def test_new_length_scales_keep_every_observation():
     assert len(dense.copy(2 * SCALES).X) < len(dense.X)
 
 
+def _ahmc(gp):
+    from bomcmc.tuning import ahmc_tuner
+
+    return ahmc_tuner.AHMCTuner(warmup=200, bo_steps=20, mass="diag", batch=1, gp=gp,
+                                eps_bounds=(0.01, 1.0), maxfun=20, polish=False)
+
+
+def _drive(t, kn, n, rng):
+    """n fake chunks (random positions and rewards; sampling after the burn-in's 20)."""
+    for _ in range(n):
+        d = t.chunk_draws(kn, 10_000)
+        info = {"esjd": rng.uniform(0.5, 1.5, (4, d)), "n_grad": np.ones((4, d))}
+        kn = t.after_chunk(kn, {"phase": int(t.i >= 20), "info": info,
+                                "positions": rng.normal(size=(4, d, 3))})
+    return kn
+
+
 def test_ahmc_with_the_sparse_gp_keeps_its_observations_across_metric_updates():
     """gp="sparse": the metric updates keep the GP, so its observations count every BO
-    step of the burn-in; the default full GP holds only those since the last update."""
+    step of the burn-in; the default full GP holds only those since the last update. A
+    state saved as JSON resumes to the same proposals."""
     from bomcmc.kernels.hmc import HMCKnobs
-    from bomcmc.tuning import ahmc_tuner
 
     steps = {}
     for gp in ("full", "sparse"):
-        t = ahmc_tuner.AHMCTuner(warmup=200, bo_steps=20, mass="diag", batch=1, gp=gp,
-                                 eps_bounds=(0.01, 1.0), maxfun=20, polish=False)
+        t = _ahmc(gp)
         rng = np.random.default_rng(0)
-        kn = t.initial_knobs(HMCKnobs(
+        kn = _drive(t, t.initial_knobs(HMCKnobs(
             step_size=np.full(4, 0.1), num_steps=np.full(4, 10, np.int32),
-            inverse_mass_matrix=np.ones((4, 3)), random_steps=np.ones(4, bool)))
-        for _ in range(20):  # fake burn-in chunks: random positions and rewards
-            d = t.chunk_draws(kn, 10_000)
-            info = {"esjd": rng.uniform(0.5, 1.5, (4, d)), "n_grad": np.ones((4, d))}
-            kn = t.after_chunk(kn, {"phase": 0, "positions": rng.normal(size=(4, d, 3)),
-                                    "info": info})
+            inverse_mass_matrix=np.ones((4, 3)), random_steps=np.ones(4, bool))), 20, rng)
         assert t.epoch == 2
         steps[gp] = t.gp.n_obs
     assert steps["sparse"] == 20 and steps["full"] < 20
+    resumed = _ahmc("sparse")
+    resumed.load_state_dict(json.loads(json.dumps(t.state_dict())))
+    assert resumed.config.gp == "sparse"
+    _drive(t, kn, 30, np.random.default_rng(1))
+    _drive(resumed, kn, 30, np.random.default_rng(1))
+    assert resumed.history == t.history and any(h["proposed"] for h in t.history[20:])
+    from bomcmc.tuning import ahmc_tuner
+
     with pytest.raises(BomcmcError, match="gp"):
         ahmc_tuner.AHMCTuner(warmup=200, gp="dense")
     with pytest.raises(BomcmcError, match="ald_threshold"):
