@@ -25,6 +25,7 @@ sparsification from the reset.
 
     python experiments/sparse_gp.py ess --posteriors logistic-german --seeds 0,1 \
         --chains 16 --warmup 1000 --draws 2000 --out /tmp/sgp_ess.jsonl
+    python experiments/sparse_gp.py table --out /tmp/sgp_ess.jsonl
 """
 
 from __future__ import annotations
@@ -146,14 +147,15 @@ def ess(args) -> None:
     from bomcmc.tuning import bandit
 
     reset = bandit.new_epoch_gp
-    variants = {"reset": {}, "sparse": {"gp": "sparse"}, "kept": {}}
+    common = json.loads(args.options)
+    variants = {"reset": common, "sparse": {**common, "gp": "sparse"}, "kept": common}
     with open(args.out, "a") as f:
         for name in args.posteriors.split(","):
             for seed in [int(s) for s in args.seeds.split(",")]:
                 for vname in args.variants.split(","):
                     bandit.new_epoch_gp = bandit.refit_gp if vname == "kept" else reset
-                    row = {"variant": vname, "chains": args.chains, "warmup": args.warmup,
-                           "draws": args.draws,
+                    row = {"variant": vname, "options": common, "chains": args.chains,
+                           "warmup": args.warmup, "draws": args.draws,
                            **one_run(name, variants[vname], seed, args.chains, args.warmup,
                                      args.draws)}
                     bandit.new_epoch_gp = reset
@@ -166,6 +168,30 @@ def ess(args) -> None:
                           f"{row['kgrad_sampling']:.0f}k), z {row.get('z_max', 0):.1f}, "
                           f"L {row.get('L_final')}, eps {row['step_size']:.3g}, "
                           f"{row['end_to_end_s']:.0f}s", flush=True)
+
+
+def table(args) -> None:
+    """The ESS rows of --out as a Markdown table: per posterior and variant, the min ESS per
+    1000 gradients (sampling, and warm-up + sampling), each seed's and the mean, and the
+    warm-up's gradients."""
+    rows = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
+    order = list(dict.fromkeys(r["variant"] for r in rows))
+    print("| posterior | variant | seeds | min ESS / 1000 grads, sampling (mean) | "
+          "with warm-up (mean) | warm-up k grads (mean) | divergences |")
+    print("|---|---|---|---|---|---|---|")
+    for name in dict.fromkeys(r["posterior"] for r in rows):
+        for v in order:
+            rs = sorted((r for r in rows if r["posterior"] == name and r["variant"] == v),
+                        key=lambda r: r["seed"])
+            if not rs:
+                continue
+            a = [r["min_ess_per_kgrad"] for r in rs]
+            b = [r["min_ess_per_kgrad_incl_warmup"] for r in rs]
+            w = [r["kgrad_warmup"] for r in rs]
+            print(f"| {name} | {v} | {len(rs)} | " + ", ".join(f"{x:.0f}" for x in a)
+                  + f" ({np.mean(a):.0f}) | " + ", ".join(f"{x:.0f}" for x in b)
+                  + f" ({np.mean(b):.0f}) | {np.mean(w):.0f} | "
+                  + f"{sum(r['divergences'] for r in rs)} |")
 
 
 def main():
@@ -184,12 +210,16 @@ def main():
                    "logistic-ripley")
     e.add_argument("--seeds", default="0,1")
     e.add_argument("--variants", default="reset,sparse,kept")
+    e.add_argument("--options", default="{}", help="JSON options of bomcmc.sample for "
+                   "every variant, e.g. '{\"mass\": \"diag\"}'")
     e.add_argument("--chains", type=int, default=16)
     e.add_argument("--warmup", type=int, default=1000)
     e.add_argument("--draws", type=int, default=2000)
     e.add_argument("--out", required=True)
+    t = sub.add_parser("table")
+    t.add_argument("--out", required=True)
     args = p.parse_args()
-    (cost if args.what == "cost" else ess)(args)
+    {"cost": cost, "ess": ess, "table": table}[args.what](args)
 
 
 if __name__ == "__main__":
