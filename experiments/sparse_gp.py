@@ -5,11 +5,11 @@ ALD-dictionary GP (never reset): host cost per BO step, and ESS per gradient
 cost: an `AHMCTuner` (8 chains, burn-in of k = 100 BO steps with its metric updates, then
 the paper's annealed adaptation) fed fake chunks whose reward is a synthetic function of
 (ε, L) plus noise, for --steps BO steps (--power P: p_i = i^−P, an adaptation that
-vanishes more slowly, so more proposals and more distinct inputs); the host seconds of each `after_chunk` (everything
-the tuner does per BO step: the reward, the GP, the proposal when the coin says so; CPU
-time of the process, as the machine is shared), the
-GP's size (distinct inputs or dictionary) and whether a proposal was made. Writes JSON and a
-PNG of the cost per BO step and the GP's size against the step.
+vanishes more slowly, so more proposals and more distinct inputs). Recorded per BO step:
+the CPU seconds of `after_chunk` (everything the tuner does: the reward, the GP, the
+proposal when the coin says so; CPU time, as the machine is shared), the GP's size
+(distinct inputs or dictionary) and whether a proposal was made. Writes JSON; --plot
+draws the runs' JSON files into one PNG.
 
     python experiments/sparse_gp.py cost --steps 10000 --out /tmp/sgp_cost.json \
         --png /tmp/sgp_cost.png
