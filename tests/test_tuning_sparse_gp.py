@@ -106,7 +106,7 @@ def test_the_recursive_inverse_without_its_correction_term_fails_the_same_check(
 
 def test_dictionary_stays_bounded_when_points_repeat_in_a_box():
     """Points drawn at random in the box, L rounded: the full GP's distinct inputs grow with
-    n, the dictionary stops growing (Engel, Mannor & Meir 2004, §3)."""
+    n, the dictionary stops growing (Engel, Mannor & Meir 2004)."""
     rng = np.random.default_rng(2)
     full, sparse = GaussianProcess(SCALES), SparseGaussianProcess(SCALES)
     sizes = {}

@@ -5,14 +5,14 @@ The same prior and noise as `gp.GaussianProcess` (zero mean, ARD squared-exponen
 with sf², noise σ_n²), approximated so that the cost of an observation and of a prediction
 depends on the size m of a dictionary D, not on the number of observations.
 
-**The ALD test** (Engel, Mannor & Meir 2004, §3). For a new input x, with k = k(D, x),
+**The ALD test** (Engel, Mannor & Meir 2004). For a new input x, with k = k(D, x),
 
     a = K_D⁻¹ k,   δ = k(x, x) − kᵀ a
 
 δ is the squared distance in feature space from φ(x) to the span of the dictionary's φ. If
 δ > ν, x joins D; else φ(x) ≈ Σ_j a_j φ(d_j), hence f(x) ≈ aᵀ f_D, and D is unchanged.
 The dictionary's points are at least √ν apart in feature space, so in a bounded box D stays
-finite however many points are seen (Engel, Mannor & Meir 2004, §3).
+finite however many points are seen (Engel, Mannor & Meir 2004).
 
 **The recursive inverse** (ibid., the KRLS recursion). Adding x with (a, δ) to D:
 
@@ -32,8 +32,8 @@ and at any x, with a(x) = K_D⁻¹ k(D, x), f(x) | f_D has mean a(x)ᵀ f_D and 
     μ(x)  = k(D, x)ᵀ w,                 w = K_D⁻¹ μ_D
     σ²(x) = sf² − k(D, x)ᵀ C k(D, x),   C = K_D⁻¹ − K_D⁻¹ Σ_D K_D⁻¹
 
-Engel's (2005) sparse GP predictor in his notation α̃ = w, C̃ = C. P and b are sufficient
-statistics: a repeat of an input adds to them, as the full GP merges repeats.
+the form of Engel's (2005) sparse GP predictor: a vector and a matrix on D. P and b are
+sufficient statistics: a repeat of an input adds to them, as the full GP merges repeats.
 
 **With ν = 0** every distinct input joins D (its δ > 0), every aₜ is some e_j, P is the
 diagonal of counts and b of sums, and the posterior is the full GP's exactly (to rounding).
