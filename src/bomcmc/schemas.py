@@ -148,6 +148,9 @@ AHMC_TUNER: Schema = (
                                "step (default: min(4, chains // 2); 1: one shared setting)"),
     Option("steps_cap", nonneg_int, 8, "the L box starts at {1..C} and doubles while the best L is "
                                 "near its top (0: the whole box from the start)"),
+    Option("gp", str, "full", "the bandit's GP (sparse: Engel's ALD dictionary, never reset)",
+           choices=("full", "sparse")),
+    Option("ald_threshold", nonneg_float, 1e-3, "ν of the sparse GP's ALD test"),
 )
 TUNERS: dict[str, Schema] = {
     "ahmc": AHMC_TUNER,

@@ -43,9 +43,9 @@ Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler" and "The batch bur
   regularised variance, divided by its smallest entry (scaling M⁻¹ by c is scaling ε by √c,
   so this keeps ε in the units of the identity metric and a user's box stays meaningful).
   The rewards seen so far were earned under the old metric, so the GP is reset
-  (`bandit.reset_gp`), the relative box is re-centred on the heuristic's ε₀ for the
-  new metric at the chains' current positions, and the bandit restarts from the box's lower
-  corner. p_i goes on counting.
+  (`bandit.reset_gp`; kept by gp="sparse", Engel's 2005 GP), the relative box is re-centred
+  on the heuristic's ε₀ for the new metric at the chains' current positions, and the bandit
+  restarts from the box's lower corner. p_i goes on counting.
 
 - **A burn-in that stops when it has learned** (`settle=True`, the run's warmup="auto";
   docs/warmup.md): a metric update that barely moves M⁻¹ is the last, and burn-in ends
@@ -342,7 +342,7 @@ class AHMCTuner(GPBanditTuner):
     # -- the metric ------------------------------------------------------------------------
     def _new_metric(self, knobs, chunk):
         """A metric update: M⁻¹ from the window, the box re-centred, the L cap carried over,
-        the GP reset and the bandit restarted."""
+        the GP reset (kept when sparse) and the bandit restarted."""
         self.metric, inv = metric.estimate(self.metric, self.mass)
         self.metric = metric.next_epoch(self.metric)
         old = np.asarray(knobs.inverse_mass_matrix)
@@ -362,7 +362,7 @@ class AHMCTuner(GPBanditTuner):
             self.burn = self.burn._replace(steps_cap=cap)
             box = self.capped(box)
         restart = (self.step_size, self.num_steps)
-        self.bandit = bandit.reset_gp(self.bandit._replace(box=box), self.config)
+        self.bandit = bandit.new_epoch_gp(self.bandit._replace(box=box), self.config)
         if self.burn.points:
             self.set_points(burn_in.first_batch(self.burn, box, len(self.burn.points),
                                                 self.start))

@@ -12,9 +12,14 @@ not stored: it is the observed point of highest posterior mean (`incumbent`).
     observe(state, point, reward) -> state        the reward into the GP, if finite
     propose(state, config, p, region) -> (state, point)   argmax of the acquisition
     reset_gp(state, config) -> state              a fresh GP over the box, max_j r_j forgotten
+    refit_gp(state, config) -> state              the same observations over the box's scales
+    new_epoch_gp(state, config) -> state          reset_gp (full GP) or refit_gp (sparse)
 
 Every function returns a new state and leaves its argument alone (the GP of a new state is
 a copy, `GaussianProcess.added`), so a tuner is a thin shell that keeps the latest one.
+The GP is the full one (`gp.GaussianProcess`) or, with `BanditConfig.gp = "sparse"`, Engel's
+ALD dictionary (`sparse_gp.SparseGaussianProcess`), whose cost stays bounded however long
+the adaptation runs.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import numpy as np
 
 from . import schedules  # acquisition (scipy.optimize, slow to import) is imported when used
 from .gp import NOISE_VAR, SIGNAL_VAR, GaussianProcess
+from .sparse_gp import ALD_THRESHOLD, SparseGaussianProcess
 
 # ℓ_d = 0.2 × range_d ("α = 0.2") and s = 4 / max reward (`update_model.m`): the authors' code
 # for Wang, Mohamed & de Freitas 2013
@@ -54,8 +60,9 @@ class KnobBox(NamedTuple):
 class BanditConfig(NamedTuple):
     """The bandit's fixed hyperparameters: the acquisition ("ucb", the annealed UCB of Wang,
     Mohamed & de Freitas 2013 §3, or "ei") with its δ and ξ, DIRECT's evaluation budget and
-    the L-BFGS-B polish, the GP's variances and length-scale factor, and the rescaling
-    s = rescale / max_j r_j (None: s = 1)."""
+    the L-BFGS-B polish, the GP's variances and length-scale factor, the rescaling
+    s = rescale / max_j r_j (None: s = 1), and the GP: "full" (`gp.GaussianProcess`) or
+    "sparse" (`sparse_gp.SparseGaussianProcess`, ALD threshold `ald_threshold`)."""
 
     acquisition: str = "ucb"
     delta: float = 0.1
@@ -66,11 +73,13 @@ class BanditConfig(NamedTuple):
     noise_var: float = NOISE_VAR
     lengthscale_factor: float = LENGTHSCALE_FACTOR
     rescale: float | None = RESCALE
+    gp: str = "full"
+    ald_threshold: float = ALD_THRESHOLD
 
 
 class BanditState(NamedTuple):
     box: KnobBox | None  # None until the tuner knows it (a box relative to the first knobs)
-    gp: GaussianProcess | None
+    gp: GaussianProcess | SparseGaussianProcess | None
     point: tuple | None  # the current point, in search coordinates
     i: int  # BO steps seen: the schedule's position and the coin generator's
     max_reward: float | None  # max_j r_j, for s (the authors' `update_model.m`)
@@ -125,11 +134,16 @@ def start_point(box: KnobBox, start: str, initial) -> tuple:
 
 
 # -- the state --------------------------------------------------------------------------------
-def make_gp(box: KnobBox, config: BanditConfig) -> GaussianProcess:
+def make_gp(box: KnobBox, config: BanditConfig) -> GaussianProcess | SparseGaussianProcess:
     """A GP over the box: ℓ = lengthscale_factor × range per dimension (the authors' code for
-    Wang, Mohamed & de Freitas 2013); a fixed dimension gets ℓ = 1."""
+    Wang, Mohamed & de Freitas 2013); a fixed dimension gets ℓ = 1. Sparse (Engel 2005) when
+    config.gp is "sparse"."""
     width = upper(box) - lower(box)
     scales = np.where(width > 0, config.lengthscale_factor * width, 1.0)
+    if config.gp == "sparse":
+        return SparseGaussianProcess(scales, signal_var=config.signal_var,
+                                     noise_var=config.noise_var,
+                                     threshold=config.ald_threshold)
     return GaussianProcess(scales, signal_var=config.signal_var, noise_var=config.noise_var)
 
 
@@ -143,6 +157,23 @@ def reset_gp(state: BanditState, config: BanditConfig) -> BanditState:
     i, hence p_i, goes on. For when the rewards seen so far no longer describe the sampler,
     e.g. after a change of the mass matrix."""
     return state._replace(gp=make_gp(state.box, config), max_reward=None)
+
+
+def refit_gp(state: BanditState, config: BanditConfig) -> BanditState:
+    """The GP over the state's (re-centred or re-capped) box with every observation and
+    max_j r_j kept: `reset_gp`'s alternative for a GP that is never reset (config.gp =
+    "sparse"). Only the length scales can change, and a sparse GP then re-sparsifies its
+    dictionary (`SparseGaussianProcess.copy`)."""
+    if state.gp is None:
+        return reset_gp(state, config)
+    return state._replace(gp=state.gp.copy(lengthscales=make_gp(state.box, config).lengthscales))
+
+
+def new_epoch_gp(state: BanditState, config: BanditConfig) -> BanditState:
+    """The GP when the rewards seen so far were earned by another sampler (a new metric):
+    the full GP is reset (`reset_gp`), the sparse one kept (`refit_gp`), so that adaptation
+    that never ends forgets nothing (docs/tuning.md, "The sparse GP")."""
+    return (refit_gp if config.gp == "sparse" else reset_gp)(state, config)
 
 
 def observe(state: BanditState, point, reward: float) -> BanditState:

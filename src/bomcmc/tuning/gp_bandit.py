@@ -53,6 +53,7 @@ from . import bandit, schedules
 from .bandit import LENGTHSCALE_FACTOR, RESCALE, BanditConfig, KnobBox, one_blas_thread
 from .base import SAMPLING, Tuner
 from .gp import NOISE_VAR, SIGNAL_VAR, GaussianProcess
+from .sparse_gp import ALD_THRESHOLD
 from .rewards import get_reward
 from .surface import bandit_surface, with_acquisition
 
@@ -83,8 +84,13 @@ def box_of_state(state: dict) -> KnobBox | None:
     return hmc_box(state["eps_bounds"], steps)
 
 
-def check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule) -> None:
+def check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule,
+                  gp="full", ald_threshold=ALD_THRESHOLD) -> None:
     """The bandit's options (one-line BomcmcError)."""
+    choice("gp", gp, ("full", "sparse"))
+    if isinstance(ald_threshold, bool) or not isinstance(ald_threshold, (int, float)) \
+            or not 0 <= ald_threshold < math.inf:
+        raise BomcmcError(f"ald_threshold must be a number >= 0, got {ald_threshold!r}")
     if eps_bounds is not None:
         pair("eps_bounds", eps_bounds)
     pair("steps_bounds", steps_bounds, integer=True)
@@ -122,6 +128,9 @@ class GPBanditTuner(Tuner):
         maxfun, polish: DIRECT's evaluation budget (200) and the L-BFGS-B polish (on).
         signal_var, noise_var, lengthscale_factor: the GP's fixed hyperparameters.
         rescale: s = rescale / max_j r_j (4, the authors' code); None: s = 1.
+        gp: "full" (`gp.GaussianProcess`) or "sparse" (Engel 2005's ALD dictionary,
+            `sparse_gp.SparseGaussianProcess`: bounded cost, and AHMC never resets it).
+        ald_threshold: ν of the sparse GP's ALD test, in the kernel's units (1e-3).
         box: a `bandit.KnobBox` of two other knobs, in place of eps_bounds and steps_bounds.
     """
 
@@ -138,8 +147,10 @@ class GPBanditTuner(Tuner):
                  maxfun: int = 200, polish: bool = True, signal_var: float = SIGNAL_VAR,
                  noise_var: float = NOISE_VAR,
                  lengthscale_factor: float = LENGTHSCALE_FACTOR,
-                 rescale: float | None = RESCALE, box: KnobBox | None = None):
-        check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule)
+                 rescale: float | None = RESCALE, box: KnobBox | None = None,
+                 gp: str = "full", ald_threshold: float = ALD_THRESHOLD):
+        check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule, gp,
+                      ald_threshold)
         try:
             self.reward_fn = get_reward(reward, **(reward_options or {}))
         except ValueError as e:
@@ -150,7 +161,8 @@ class GPBanditTuner(Tuner):
         self.adapt_in_sampling = bool(adapt_in_sampling)
         self.config = BanditConfig(acquisition, float(delta), float(xi), int(maxfun),
                                    bool(polish), float(signal_var), float(noise_var),
-                                   float(lengthscale_factor), rescale)
+                                   float(lengthscale_factor), rescale, gp,
+                                   float(ald_threshold))
         self.steps_request = tuple(map(float, steps_bounds))  # for a box relative to ε₀
         if box is None and eps_bounds is not None:
             box = hmc_box(eps_bounds, steps_bounds)
