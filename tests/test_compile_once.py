@@ -200,3 +200,14 @@ def test_a_built_in_posterior_is_built_once_and_its_runs_share_a_program():
     programs = list(engine.PROGRAMS._entries)
     bomcmc.sample(seed=1, **run)
     assert list(engine.PROGRAMS._entries) == programs  # no program added: the same one ran
+
+
+def test_a_sampler_built_for_a_posterior_is_built_once():
+    """rmhmc is built for its posterior; the same posterior gets the same kernel, so its runs
+    share a program; another posterior gets its own."""
+    from bomcmc import models, registry
+
+    post = models.get("logistic-heart")
+    a = registry.get("rmhmc", post)
+    assert registry.get("rmhmc", post) is a
+    assert registry.get("rmhmc", models.get("logistic-pima")).kernel is not a.kernel

@@ -49,6 +49,7 @@ Samplers built for one model (Neal's Gibbs-within-HMC and its relatives for a ne
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from functools import partial
 from typing import Any, Callable
 
@@ -277,8 +278,28 @@ def get(sampler: "str | Sampler | Kernel", posterior=None) -> Sampler:
     if sampler.build is not None:
         if posterior is None:
             raise BomcmcError(f"sampler '{sampler.name}' is built for a posterior: pass one")
-        return sampler.build(posterior)
+        return _built(sampler, posterior)
     return sampler
+
+
+_BUILT: "OrderedDict[tuple[int, int], tuple]" = OrderedDict()
+_BUILT_SIZE = 8
+
+
+def _built(sampler: Sampler, posterior) -> Sampler:
+    """`sampler.build(posterior)`, the same object again for the same sampler and posterior
+    among the latest few, so that runs of it share their compiled program
+    (`driver.engine.PROGRAMS` knows a kernel by identity). A build is a function of the
+    posterior alone; both are kept alive with the entry, so their ids stay theirs."""
+    key = (id(sampler), id(posterior))
+    if key in _BUILT:
+        _BUILT.move_to_end(key)
+        return _BUILT[key][2]
+    built = sampler.build(posterior)
+    _BUILT[key] = (sampler, posterior, built)
+    while len(_BUILT) > _BUILT_SIZE:
+        _BUILT.popitem(last=False)
+    return built
 
 
 def configure(sampler: Sampler, options: dict, *, warmup: int, adapt="auto",

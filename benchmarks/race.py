@@ -1,0 +1,112 @@
+#!/usr/bin/env python
+"""The race (issue 32): the whole process's wall time to a finished run, everything counted
+(imports, compilation, warm-up, sampling, writing, the summary), bomcmc's CLI at its
+defaults against NumPyro's NUTS as a user writes it, on logistic-german.
+
+    python benchmarks/race.py --pairs 4 --out benchmarks/results/race-german.json
+
+Both sides: 4 chains, 1000 warm-up and 1000 draws (bomcmc's warm-up is "auto", capped at
+1000), float32, the JAX compilation cache warm (one unrecorded run of each first). Runs
+alternate A B A B. NumPyro's side: the model below, `MCMC(NUTS(model), num_warmup=1000,
+num_samples=1000, num_chains=4, chain_method="vectorized")`, then ArviZ's bulk ESS (a user
+looks at a summary, as bomcmc's CLI prints one); its data from an .npz written beforehand.
+Reported: the median seconds of each side, their ratio, and each run's min bulk ESS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+NUMPYRO = """
+import sys, json
+import numpy as np
+import jax
+import numpyro
+import numpyro.distributions as dist
+from numpyro.infer import MCMC, NUTS
+import arviz as az
+
+z = np.load(sys.argv[1])
+X, y = z["X"], z["y"]
+
+def model(X, y):
+    beta = numpyro.sample("beta", dist.Normal(0.0, 10.0).expand([X.shape[1]]))
+    numpyro.sample("y", dist.Bernoulli(logits=X @ beta), obs=y)
+
+mcmc = MCMC(NUTS(model), num_warmup=1000, num_samples=1000, num_chains=4,
+            chain_method="vectorized", progress_bar=False)
+mcmc.run(jax.random.PRNGKey(int(sys.argv[2])), X, y)
+idata = az.from_numpyro(mcmc)
+print(json.dumps({"min_ess_bulk": float(az.ess(idata, method="bulk")["beta"].min())}))
+"""
+
+
+def _bomcmc(tmp: Path, seed: int) -> dict:
+    out = tmp / "run"
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "bomcmc", "sample", "--posterior",
+                        "logistic-german", "--seed", str(seed), "--out", str(out),
+                        "--overwrite", "--json"], capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(p.stderr[-2000:])
+    s = json.loads(p.stdout)
+    return {"wall_s": wall, "min_ess_bulk": _min_ess(s)}
+
+
+def _min_ess(summary: dict) -> float:
+    return float(min(np.min(v["ess_bulk"]) for v in summary["variables"].values()))
+
+
+def _numpyro(script: Path, data: Path, seed: int) -> dict:
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, str(script), str(data), str(seed)],
+                       capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(p.stderr[-2000:])
+    return {"wall_s": wall, **json.loads(p.stdout.strip().splitlines()[-1])}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    from bomcmc.datasets import girolami_logreg
+
+    X, y = girolami_logreg("german")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        np.savez(tmp / "german.npz", X=X, y=y)
+        script = tmp / "numpyro_german.py"
+        script.write_text(NUMPYRO)
+        _bomcmc(tmp, 100), _numpyro(script, tmp / "german.npz", 100)  # warm the caches
+        rows = []
+        for i in range(args.pairs):
+            a = _bomcmc(tmp, i)
+            b = _numpyro(script, tmp / "german.npz", i)
+            rows.append({"pair": i, "bomcmc": a, "numpyro": b})
+            print(f"pair {i}: bomcmc {a['wall_s']:.2f} s (min ESS {a['min_ess_bulk']:.0f}), "
+                  f"NumPyro {b['wall_s']:.2f} s (min ESS {b['min_ess_bulk']:.0f})", flush=True)
+    med = {k: float(np.median([r[k]["wall_s"] for r in rows])) for k in ("bomcmc", "numpyro")}
+    result = {"rows": rows, "median_s": med, "ratio": med["bomcmc"] / med["numpyro"],
+              "load_average": os.getloadavg()}
+    print(f"median: bomcmc {med['bomcmc']:.2f} s, NumPyro {med['numpyro']:.2f} s, ratio "
+          f"{result['ratio']:.2f}; load average {result['load_average'][0]:.1f}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
