@@ -137,3 +137,21 @@ def test_a_network_run_is_judged_in_function_space_on_its_kept_draws(tmp_path):
     assert table.splitlines()[1].startswith("f[0] ")  # the predictions come first
     assert "* a network weight: not identifiable" in table
     assert summarize(est.idata_)["run"]["draws"] == est.idata_.posterior.sizes["draw"]
+
+
+def test_a_fit_computes_its_diagnostics_once_in_function_space(monkeypatch):
+    """The run's own checks on every weight (whose warnings the estimator drops) took about
+    as long as the sampling of the diabetes cross-validation (benchmarks/diabetes_cv.py):
+    a fit judges the predictions and log-likelihood alone."""
+    from bomcmc.diagnostics import checks
+
+    groups = []
+    convergence = checks.convergence
+
+    def counted(idata, group="posterior"):
+        groups.append(group)
+        return convergence(idata, group)
+
+    monkeypatch.setattr(checks, "convergence", counted)
+    BayesianMLPRegressor(**TINY).fit(*_data())
+    assert groups == [checks.FUNCTION_SPACE]

@@ -194,7 +194,7 @@ class BayesianMLPBase(BaseEstimator):
             result = _run.sample(posterior=post, sampler=sampler, chains=int(self.chains),
                                  draws=draws, warmup=warmup, seed=int(self.seed), out=out,
                                  progress=self.progress, overwrite=self.overwrite,
-                                 shard_data=bool(self.shard_data),
+                                 shard_data=bool(self.shard_data), checks=False,
                                  max_grad=max_grad, **kw)
         self.model_ = model
         self.cv_ = cv
