@@ -103,12 +103,14 @@ class CVModel:
                                       *positions)
 
     def fold_positions(self, flat) -> np.ndarray:
-        """Joint flat draws (..., K·dim) -> per-fold flat draws (..., K, dim) of the base model."""
-        flat = jnp.asarray(flat)
+        """Joint flat draws (..., K·dim) -> per-fold flat draws (..., K, dim) of the base model.
+        A re-layout in NumPy (each leaf's segment is K fold-major blocks): no program compiled
+        for the number of draws, which differs from fit to fit."""
+        flat = np.asarray(flat)
         lead = flat.shape[:-1]
-        one = jax.vmap(lambda f: jax.vmap(self.base.ravel)(self.unravel(f)))
-        return np.asarray(one(flat.reshape((-1, self.dim)))).reshape(
-            lead + (self.folds, self.base.dim))
+        parts = np.split(flat.reshape(-1, self.dim), np.cumsum(self._sizes)[:-1], axis=1)
+        per_fold = [p.reshape(-1, self.folds, size) for p, size in zip(parts, self.base._sizes)]
+        return np.concatenate(per_fold, axis=2).reshape(lead + (self.folds, self.base.dim))
 
     # -- the joint model: each function vmapped over the folds ---------------------------
     def _folds(self, tree):
