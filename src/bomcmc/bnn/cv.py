@@ -156,7 +156,11 @@ class CVModel:
             raise BomcmcError("the log-loss reward needs a 'binary' or 'class' network")
         base, masks = self.base, self.masks
         held = np.asarray(1.0 - masks)  # (K, n)
-        inputs = jnp.asarray(self.inputs)
+        # the cases padded (zeros, dropped below) to the data's row multiple: training sets a
+        # few cases apart share the compiled function
+        n = self.n
+        pad = -n % self.data.row_multiple
+        inputs = jnp.asarray(np.pad(self.inputs, ((0, 0), (0, pad), (0, 0))))
         real = base.likelihood == "real"
 
         def outputs(flat, inputs):  # one draw -> (K, n, n_out): means, or probabilities
@@ -182,7 +186,7 @@ class CVModel:
                     part = np.concatenate([part, np.repeat(part[-1:], batch - part.shape[0], 0)])
                 total = total + np.asarray(batch_sum(jnp.asarray(part), jnp.asarray(valid),
                                                      inputs), np.float64)
-            mean = total / draws.shape[0]  # (K, n, n_out)
+            mean = total[:, :n] / draws.shape[0]  # (K, n, n_out)
             y = np.asarray(base.y)
             if real:
                 per_case = np.sum((mean - y[None]) ** 2, axis=-1)
