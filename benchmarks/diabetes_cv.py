@@ -21,6 +21,7 @@ import argparse
 import ast
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -117,7 +118,7 @@ def _version(text: str) -> tuple[str, str, dict]:
 
 def run_one(src: str, params: dict) -> dict:
     env = {**os.environ, "PYTHONPATH": src, "PYTHONWARNINGS": "ignore"}
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps({"progress": False,
                                                                     **params})],
                           env=env, capture_output=True, text=True, cwd=str(ROOT))
@@ -126,6 +127,8 @@ def run_one(src: str, params: dict) -> dict:
         raise SystemExit(f"run failed ({src}, {params}):\n{proc.stderr[-3000:]}")
     out = json.loads(line[-1][len("RESULT "):])
     out["process_s"] = time.perf_counter() - t
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)  # CPU seconds: less sensitive to load
+    out["process_cpu_s"] = (now.ru_utime - cpu.ru_utime) + (now.ru_stime - cpu.ru_stime)
     return out
 
 
@@ -148,7 +151,7 @@ def main(argv=None) -> dict:
         for name, src, extra in versions:
             r = run_one(src, {"data": args.data, **shared, **extra})
             runs[name].append(r)
-            print(f"{name}: {r['wall_s']:.1f} s, " + "; ".join(
+            print(f"{name}: {r['wall_s']:.1f} s ({r['process_cpu_s']:.0f} s CPU), " + "; ".join(
                 f"{k} {r['means'][k]:.4f} ({', '.join(f'{v:.4f}' for v in vs)})"
                 for k, vs in r["scores"].items()), flush=True)
             for f in r["fits"]:
