@@ -137,3 +137,45 @@ def test_a_network_run_is_judged_in_function_space_on_its_kept_draws(tmp_path):
     assert table.splitlines()[1].startswith("f[0] ")  # the predictions come first
     assert "* a network weight: not identifiable" in table
     assert summarize(est.idata_)["run"]["draws"] == est.idata_.posterior.sizes["draw"]
+
+
+def test_a_fit_computes_its_diagnostics_once_in_function_space(monkeypatch):
+    """The run's own checks on every weight (whose warnings the estimator drops) took about
+    as long as the sampling of the diabetes cross-validation (benchmarks/diabetes_cv.py):
+    a fit judges the predictions and log-likelihood alone."""
+    from bomcmc.diagnostics import checks
+
+    groups = []
+    convergence = checks.convergence
+
+    def counted(idata, group="posterior"):
+        groups.append(group)
+        return convergence(idata, group)
+
+    monkeypatch.setattr(checks, "convergence", counted)
+    BayesianMLPRegressor(**TINY).fit(*_data())
+    assert groups == [checks.FUNCTION_SPACE]
+
+
+def test_cross_validation_folds_a_case_apart_compile_the_fold_networks_once():
+    """The training sets of scikit-learn's folds differ by a case (294 and 295 of diabetes'
+    442): padded to one row multiple, with L fixed so that both runs keep as many draws, the
+    second fit of sampler "ahmc_cv" loads every program from the persistent cache, the
+    reward's held-out predictions among them."""
+    from jax import monitoring
+
+    net = dict(hidden=(3,), folds=2, super_transitions=2, budget=100, steps_bounds=(10, 10),
+               pretrain_steps=20, progress=False)
+    BayesianMLPRegressor(**net).fit(*_data(61, 0))
+    misses = []
+
+    def listen(name, **_):
+        if name == "/jax/compilation_cache/cache_misses":
+            misses.append(name)
+
+    monitoring.register_event_listener(listen)
+    try:
+        BayesianMLPRegressor(**net).fit(*_data(62, 1))
+    finally:
+        monitoring.unregister_event_listener(listen)
+    assert not misses

@@ -103,12 +103,14 @@ class CVModel:
                                       *positions)
 
     def fold_positions(self, flat) -> np.ndarray:
-        """Joint flat draws (..., K·dim) -> per-fold flat draws (..., K, dim) of the base model."""
-        flat = jnp.asarray(flat)
+        """Joint flat draws (..., K·dim) -> per-fold flat draws (..., K, dim) of the base model.
+        A re-layout in NumPy (each leaf's segment is K fold-major blocks): no program compiled
+        for the number of draws, which differs from fit to fit."""
+        flat = np.asarray(flat)
         lead = flat.shape[:-1]
-        one = jax.vmap(lambda f: jax.vmap(self.base.ravel)(self.unravel(f)))
-        return np.asarray(one(flat.reshape((-1, self.dim)))).reshape(
-            lead + (self.folds, self.base.dim))
+        parts = np.split(flat.reshape(-1, self.dim), np.cumsum(self._sizes)[:-1], axis=1)
+        per_fold = [p.reshape(-1, self.folds, size) for p, size in zip(parts, self.base._sizes)]
+        return np.concatenate(per_fold, axis=2).reshape(lead + (self.folds, self.base.dim))
 
     # -- the joint model: each function vmapped over the folds ---------------------------
     def _folds(self, tree):
@@ -154,7 +156,11 @@ class CVModel:
             raise BomcmcError("the log-loss reward needs a 'binary' or 'class' network")
         base, masks = self.base, self.masks
         held = np.asarray(1.0 - masks)  # (K, n)
-        inputs = jnp.asarray(self.inputs)
+        # the cases padded (zeros, dropped below) to the data's row multiple: training sets a
+        # few cases apart share the compiled function
+        n = self.n
+        pad = -n % self.data.row_multiple
+        inputs = jnp.asarray(np.pad(self.inputs, ((0, 0), (0, pad), (0, 0))))
         real = base.likelihood == "real"
 
         def outputs(flat, inputs):  # one draw -> (K, n, n_out): means, or probabilities
@@ -180,7 +186,7 @@ class CVModel:
                     part = np.concatenate([part, np.repeat(part[-1:], batch - part.shape[0], 0)])
                 total = total + np.asarray(batch_sum(jnp.asarray(part), jnp.asarray(valid),
                                                      inputs), np.float64)
-            mean = total / draws.shape[0]  # (K, n, n_out)
+            mean = total[:, :n] / draws.shape[0]  # (K, n, n_out)
             y = np.asarray(base.y)
             if real:
                 per_case = np.sum((mean - y[None]) ** 2, axis=-1)

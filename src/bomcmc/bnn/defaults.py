@@ -3,6 +3,9 @@ that the command line builds `bnn fit`'s flags without JAX or scikit-learn."""
 
 DEFAULT_PRIOR = "ih 0.05:0.5 bh 0.05:0.5 ho x0.05:0.5 bo 100"  # FBM's regression recipe
 DEFAULT_NOISE = "0.05:0.5"
+# the leapfrog budget per chain: SUPER_TRANSITIONS × BUDGET gradients (docs/bnn.md)
+SUPER_TRANSITIONS = 100
+BUDGET = 4000
 SAMPLERS = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs", "dyn_a", "dyn_b")
 
 

@@ -196,7 +196,7 @@ class BayesianMLPBase(BaseEstimator):
             result = _run.sample(posterior=post, sampler=sampler, chains=int(self.chains),
                                  draws=draws, warmup=warmup, seed=int(self.seed), out=out,
                                  progress=self.progress, overwrite=self.overwrite,
-                                 shard_data=bool(self.shard_data),
+                                 shard_data=bool(self.shard_data), checks=False,
                                  max_grad=max_grad, **kw)
         self.model_ = model
         self.cv_ = cv
@@ -266,7 +266,7 @@ class BayesianMLPBase(BaseEstimator):
         import jax.numpy as jnp
         import xarray as xr
 
-        from .predict import forward
+        from .predict import forward, pad_draws
 
         post = idata.posterior
         chains, draws = post.sizes["chain"], post.sizes["draw"]
@@ -278,7 +278,7 @@ class BayesianMLPBase(BaseEstimator):
         f = np.asarray(forward(model, flat, model.X), np.float64)
         f = f.reshape((chains, draws, folds) + f.shape[1:]).mean(axis=2)
         ll = data_jit(jax.vmap(lambda p: model.log_likelihood(model.unravel(p))), model.data)
-        log_lik = np.asarray(ll(jnp.asarray(flat)), np.float64)
+        log_lik = np.asarray(ll(jnp.asarray(pad_draws(flat, len(flat)))), np.float64)[:len(flat)]
         log_lik = log_lik.reshape(chains, draws, folds).mean(axis=2)
         coords = {"chain": post.chain.values, "draw": post.draw.values}
         return xr.Dataset({"f": (("chain", "draw", "case", "output"), f),

@@ -18,6 +18,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import validate_data
 
 from ..errors import BomcmcError
+from .defaults import BUDGET, SUPER_TRANSITIONS
 from .estimator import DEFAULT_NOISE, DEFAULT_PRIOR, BayesianMLPBase, checked
 
 
@@ -54,7 +55,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
 
     def __init__(self, hidden=(16,), *, prior: str = DEFAULT_PRIOR, noise: str = DEFAULT_NOISE,
                  activation: str = "tanh", sampler: str = "ahmc_cv", folds: int = 8,
-                 chains: int = 1, super_transitions: int = 100, budget: int = 4000,
+                 chains: int = 1, super_transitions: int = SUPER_TRANSITIONS,
+                 budget: int = BUDGET,
                  burn_in: float = 0.25, eps_bounds=(0.01, 1.01), steps_bounds=(20, 500),
                  step_size: float = 0.1, steps: int = 100, window: int = 1,
                  nuts_warmup: int = 300,

@@ -25,7 +25,8 @@ def add_parsers(sub, types) -> None:
     """Register `bnn` and `demo` on the main parser's subparsers. `types`: the main CLI's
     argparse types (positive_int, nonneg_int, positive_float, probability). A list of
     argument declarations, one per line, hence its length."""
-    from ..bnn.defaults import DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS, sampler_name
+    from ..bnn.defaults import (BUDGET, DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS,
+                                SUPER_TRANSITIONS, sampler_name)
     from .demo import BUDGETS
 
     b = sub.add_parser("bnn", help="Bayesian neural network regression from CSV files",
@@ -63,10 +64,11 @@ def add_parsers(sub, types) -> None:
                         "to the cases outside its fold (default: %(default)s)")
     f.add_argument("--chains", type=types["positive_int"], default=1, metavar="C",
                    help="independent chains, run side by side (default: %(default)s)")
-    f.add_argument("--super-transitions", type=types["positive_int"], default=100,
-                   metavar="S", help="super-transitions: the bandit's steps, each --budget "
-                                     "leapfrog steps at one (η, L) (default: %(default)s)")
-    f.add_argument("--budget", type=types["positive_int"], default=4000, metavar="B",
+    f.add_argument("--super-transitions", type=types["positive_int"],
+                   default=SUPER_TRANSITIONS, metavar="S",
+                   help="super-transitions: the bandit's steps, each --budget leapfrog steps "
+                        "at one (η, L) (default: %(default)s)")
+    f.add_argument("--budget", type=types["positive_int"], default=BUDGET, metavar="B",
                    help="leapfrog steps per super-transition (default: %(default)s)")
     f.add_argument("--burn-in", type=types["probability"], default=0.25, metavar="F",
                    help="fraction of the budget whose draws are discarded (default: "

@@ -127,10 +127,10 @@ def _restore(run: Run, last: ChunkRecord, template, adapt_template):
     return states, adapt_state
 
 
-def _finish(run: Run, store, t_start: float, t_loop: float) -> SampleResult:
+def _finish(run: Run, store, t_start: float, t_loop: float, checks: bool = True) -> SampleResult:
     """The assembled run, written to a run directory if any; each problem its diagnostics
     show (`diagnostics.check_run`) is warned as a `SamplingWarning` at the caller of `sample`
-    or `resume`.
+    or `resume` (unless `checks` is False).
 
     Over several processes, process 0 assembles the run once every process has written its
     last chunk; the others return a result without an InferenceData (`idata` None), except
@@ -157,7 +157,7 @@ def _finish(run: Run, store, t_start: float, t_loop: float) -> SampleResult:
         totals["wall_s_total"] = time.perf_counter() - t_start
     distributed.barrier("bomcmc: run assembled")
     context = advice_context(run, idata)
-    for msg in check_run(idata, totals, context=context):
+    for msg in check_run(idata, totals, context=context) if checks else ():
         # stacklevel 4: _finish <- sample/resume <- the face (bomcmc.public) <- the caller
         warnings.warn(msg, SamplingWarning, stacklevel=4)
     return SampleResult(idata=idata, totals=totals, path=store.path, advice=context)
@@ -242,6 +242,7 @@ def sample(
     shard_data: bool = False,
     until_ess: float | None = None,
     until_seconds: float | None = None,
+    checks: bool = True,
     **options,
 ) -> SampleResult:
     """Sample `posterior` (a `Posterior`) with `sampler` (a name, a Sampler or a Kernel, built
@@ -252,6 +253,8 @@ def sample(
 
     config.json records `posterior_name` (a built-in's name, which `resume` resolves again, or
     "custom") and the Posterior's model file (`model_file`, which `resume` reloads).
+    `checks=False` skips the diagnostics and their warnings, for a caller that judges the
+    draws itself (the network estimators, in function space).
     """
     t_start = time.perf_counter()
     _preload_arviz()
@@ -295,7 +298,7 @@ def sample(
         distributed.on_main(lambda: store.create(spec.to_json(), overwrite=overwrite))
     t_loop = time.perf_counter()
     execute(run, states, adapt_state, next_iter, index, progress)
-    return _finish(run, store, t_start, t_loop)
+    return _finish(run, store, t_start, t_loop, checks)
 
 
 def _chain_block(chain_block: int | None, chains: int) -> int | None:
