@@ -230,3 +230,26 @@ def test_rhat_message_shows_a_value_above_the_bound():
             "r_hat": (idata.posterior.isel(draw=0) * 0 + 1.011).drop_vars("draw")}
     msg = _one(check_run(idata, figures=conv), "R-hat")
     assert msg.startswith("R-hat 1.011 > 1.01 ")
+
+
+@pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")
+def test_a_run_and_its_summary_compute_the_convergence_figures_once(monkeypatch):
+    """`sample` checks the run and its summary reports the same figures: ArviZ's ESS, MCSE
+    and R-hat are computed once, and the summary is the one computed afresh."""
+    from bomcmc.diagnostics import checks, summary
+
+    calls, real = [], checks.convergence
+
+    def counted(*args, **kw):
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(checks, "convergence", counted)
+    monkeypatch.setattr(summary, "convergence", counted)
+    res = bomcmc.sample(posterior="gauss-2d-corr", sampler="hmc", chains=2, warmup=20,
+                        draws=50, step_size=0.3, steps=5, adapt="none", progress=False)
+    once = res.summary()
+    assert len(calls) == 1
+    afresh = summary.summarize(res.idata, res.totals, res.advice)
+    assert len(calls) == 2
+    assert json.dumps(once, sort_keys=True) == json.dumps(afresh, sort_keys=True)

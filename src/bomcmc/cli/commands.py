@@ -94,7 +94,7 @@ def _summarize(result) -> dict:
     else:  # summary: the run's sampler by its schemas
         context = advice.from_run(result.idata.posterior.attrs,
                                   result.idata.get("sample_stats"), advice.CLI)
-    return summarize(result.idata, result.totals, context)
+    return summarize(result.idata, result.totals, context, result.figures)
 
 
 def _report(result, run_dir: Path, args, summary: dict | None = None,

@@ -74,7 +74,8 @@ def flat_ess(idata, method: str = "bulk") -> np.ndarray:
     return np.concatenate([np.asarray(ess[v]).ravel() for v in ess.data_vars])
 
 
-def summarize(idata, totals: dict | None = None, context=None) -> dict:
+def summarize(idata, totals: dict | None = None, context=None,
+              figures: dict | None = None) -> dict:
     """Per-variable mean, sd, MCSE, bulk/tail ESS, R-hat; per-run efficiency; the warnings of
     `check_run`. A coordinate constant within every chain has ESS and MCSE NaN, and counts as
     ESS 0 in the run's figures.
@@ -84,11 +85,12 @@ def summarize(idata, totals: dict | None = None, context=None) -> dict:
     network run's function-space quantities (`checks.function_space`) come under
     "function_space", first in the table; its weights stay under "variables", with
     "identifiable": False. `context`: for whom the warnings' advice is written
-    (`advice.Context`; by default the run's sampler, in Python keywords)."""
+    (`advice.Context`; by default the run's sampler, in Python keywords). `figures`: what
+    `convergence` gives for the kept draws, where the run's checks computed it already."""
     idata, totals = kept(idata, totals if totals is not None else run_totals(idata))
     post = idata.posterior
     judged = function_space(idata)
-    conv = convergence(idata)
+    conv = figures if figures is not None else convergence(idata)
     variables = _variables(post, conv)
     if judged is not None:
         for v in variables.values():

@@ -21,6 +21,7 @@ from .. import distributed, registry, schemas
 from ..config import default_compilation_cache, set_float64
 from ..diagnostics import SamplingWarning, check_run
 from ..diagnostics import advice
+from ..diagnostics import checks as diag
 from ..errors import BomcmcError
 from ..kernels.base import Kernel
 from ..options import SamplerConfig
@@ -43,6 +44,8 @@ class SampleResult:
     totals: dict
     path: Path | None = None
     advice: advice.Context | None = dataclasses.field(default=None, repr=False)
+    # the convergence figures the run's checks computed, which its summary reuses
+    figures: dict | None = dataclasses.field(default=None, repr=False)
 
     def __getstate__(self) -> dict:
         """A pickled result leaves out `advice`, whose check holds the sampler's kernel (a
@@ -52,7 +55,7 @@ class SampleResult:
     def summary(self) -> dict:
         from ..diagnostics import summarize
 
-        return summarize(self.idata, self.totals, self.advice)
+        return summarize(self.idata, self.totals, self.advice, self.figures)
 
 
 def default_tuner(run: Run, states) -> None:
@@ -157,10 +160,22 @@ def _finish(run: Run, store, t_start: float, t_loop: float, checks: bool = True)
         totals["wall_s_total"] = time.perf_counter() - t_start
     distributed.barrier("bomcmc: run assembled")
     context = advice_context(run, idata)
-    for msg in check_run(idata, totals, context=context) if checks else ():
+    figures = _figures(idata, totals) if checks else None
+    for msg in check_run(idata, totals, figures, context=context) if checks else ():
         # stacklevel 4: _finish <- sample/resume <- the face (bomcmc.public) <- the caller
         warnings.warn(msg, SamplingWarning, stacklevel=4)
-    return SampleResult(idata=idata, totals=totals, path=store.path, advice=context)
+    return SampleResult(idata=idata, totals=totals, path=store.path, advice=context,
+                        figures=figures)
+
+
+def _figures(idata, totals: dict):
+    """ArviZ's convergence figures of the draws the run kept (`diagnostics.convergence`),
+    computed once for the checks and the summary; None for a run judged in function space
+    (a network's), whose checks compute their own."""
+    kept_idata, _ = diag.kept(idata, totals)
+    if diag.function_space(kept_idata) is not None:
+        return None
+    return diag.convergence(kept_idata)
 
 
 def advice_context(run: Run, idata, interface: str = advice.PYTHON) -> advice.Context:
