@@ -255,9 +255,7 @@ class SparseGaussianProcess:
                                           self.merge_tol, self.threshold)
             for x, s, c in zip(X, state["sums"], state["counts"]):
                 fresh.add(x, s, int(c))
-            self.__dict__.update(fresh.__dict__)
-            self._last = None
-            return
+            state = fresh.state_dict()
         self.threshold = float(state["threshold"])
         m = len(state["X"])
         self.X = np.asarray(state["X"], dtype=float).reshape(m, self.dim)
