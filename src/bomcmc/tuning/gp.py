@@ -31,6 +31,18 @@ SIGNAL_VAR = 25.0  # sf² (the authors' code for Wang, Mohamed & de Freitas 2013
 NOISE_VAR = 0.1  # σ_n² (the same code)
 
 
+def find_close(X: np.ndarray, x, tol: np.ndarray, last: int | None) -> int | None:
+    """The index of the first row of X within `tol` of x in every coordinate, or None. Row
+    `last` (the point added last) is tried first: a bandit that keeps its γ repeats it."""
+    if last is not None and np.all(np.abs(X[last] - x) <= tol):
+        return last
+    if len(X):
+        close = np.flatnonzero(np.all(np.abs(X - x) <= tol, axis=1))
+        if close.size:
+            return int(close[0])
+    return None
+
+
 def se_ard_kernel(a: np.ndarray, b: np.ndarray, lengthscales: np.ndarray,
                   signal_var: float = SIGNAL_VAR) -> np.ndarray:
     """k(a_i, b_j) = sf² exp(−½ Σ_d ((a_id − b_jd)/ℓ_d)²)   (Wang 2012 §3.1)."""
@@ -89,17 +101,8 @@ class GaussianProcess:
         self._chol = self._parts = None
 
     def _find(self, x) -> int | None:
-        """The index of the stored input within merge_tol of x, or None. The point added last
-        is tried first: a bandit that keeps its γ repeats it."""
-        tol = self.merge_tol * self.lengthscales
-        last = self._last
-        if last is not None and np.all(np.abs(self.X[last] - x) <= tol):
-            return last
-        if len(self.X):
-            close = np.flatnonzero(np.all(np.abs(self.X - x) <= tol, axis=1))
-            if close.size:
-                return int(close[0])
-        return None
+        """The index of the stored input within merge_tol of x, or None (`find_close`)."""
+        return find_close(self.X, x, self.merge_tol * self.lengthscales, self._last)
 
     def _factor(self):
         """Cholesky of K + diag(σ_n²/m_j) and α = (K + N)⁻¹ r̄ (Wang 2012 §3.1)."""

@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from .gp import NOISE_VAR, SIGNAL_VAR, se_ard_kernel
+from .gp import NOISE_VAR, SIGNAL_VAR, find_close, se_ard_kernel
 
 # ν, in the kernel's units (sf² = 25, σ_n² = 0.1): docs/tuning.md, "The sparse GP"
 ALD_THRESHOLD = 1e-3
@@ -143,15 +143,7 @@ class SparseGaussianProcess:
 
     def _find(self, x) -> int | None:
         """The dictionary point within merge_tol of x (the last one used tried first)."""
-        tol = self.merge_tol * self.lengthscales
-        last = self._last
-        if last is not None and np.all(np.abs(self.X[last] - x) <= tol):
-            return last
-        if len(self.X):
-            close = np.flatnonzero(np.all(np.abs(self.X - x) <= tol, axis=1))
-            if close.size:
-                return int(close[0])
-        return None
+        return find_close(self.X, x, self.merge_tol * self.lengthscales, self._last)
 
     def copy(self, lengthscales=None) -> "SparseGaussianProcess":
         """The same GP; with other length scales, a new dictionary built from the attributed
