@@ -1,11 +1,51 @@
-"""Process-wide switches: float64 and JAX's persistent compilation cache."""
+"""Process-wide switches and caches: float64, JAX's persistent compilation cache, and the
+bounded caches of objects a process builds once (`Latest`)."""
 
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from pathlib import Path
+from typing import Any, Callable, Hashable
 
 import jax
+
+
+class Latest:
+    """The latest `size` values built by key, the least recently used dropped first. A key
+    may hold objects' ids: `keep` holds those objects alive with the value, so that no other
+    object takes their ids while the entry lives. Used for the compiled chunk programs
+    (`driver.engine.PROGRAMS`), the samplers built for a posterior (`registry`) and the
+    built-in posteriors (`models.get`), so that runs of one posterior share one program."""
+
+    def __init__(self, size: int = 8):
+        self.size = size
+        self._entries: OrderedDict = OrderedDict()
+
+    def get(self, key: Hashable | None) -> Any:
+        """The value of `key`, or None (always None for the key None)."""
+        if key is None or key not in self._entries:
+            return None
+        self._entries.move_to_end(key)
+        return self._entries[key][0]
+
+    def put(self, key: Hashable | None, value: Any, keep: tuple = ()) -> Any:
+        """Store `value` under `key` (nothing for the key None); returns `value`."""
+        if key is not None:
+            self._entries[key] = (value, keep)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return value
+
+    def get_or_build(self, key: Hashable, build: Callable[[], Any], keep: tuple = ()) -> Any:
+        value = self.get(key)
+        return value if value is not None else self.put(key, build(), keep)
+
+    def keys(self) -> list:
+        return list(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
 
 
 def set_float64(enable: bool = True) -> None:

@@ -49,13 +49,13 @@ Samplers built for one model (Neal's Gibbs-within-HMC and its relatives for a ne
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 from functools import partial
 from typing import Any, Callable
 
 import numpy as np
 
 from . import schemas
+from .config import Latest
 from .errors import BomcmcError
 from .kernels import (ahmc, blocked_rmhmc, hmc, hmc_mixture, intracluster, mams, nuts,
                       nuts_machine, rmhmc, rwm, support, windowed_hmc)
@@ -282,8 +282,7 @@ def get(sampler: "str | Sampler | Kernel", posterior=None) -> Sampler:
     return sampler
 
 
-_BUILT: "OrderedDict[tuple[int, int], tuple]" = OrderedDict()
-_BUILT_SIZE = 8
+_BUILT = Latest(8)
 
 
 def _built(sampler: Sampler, posterior) -> Sampler:
@@ -291,15 +290,8 @@ def _built(sampler: Sampler, posterior) -> Sampler:
     among the latest few, so that runs of it share their compiled program
     (`driver.engine.PROGRAMS` knows a kernel by identity). A build is a function of the
     posterior alone; both are kept alive with the entry, so their ids stay theirs."""
-    key = (id(sampler), id(posterior))
-    if key in _BUILT:
-        _BUILT.move_to_end(key)
-        return _BUILT[key][2]
-    built = sampler.build(posterior)
-    _BUILT[key] = (sampler, posterior, built)
-    while len(_BUILT) > _BUILT_SIZE:
-        _BUILT.popitem(last=False)
-    return built
+    return _BUILT.get_or_build((id(sampler), id(posterior)), lambda: sampler.build(posterior),
+                               keep=(sampler, posterior))
 
 
 def configure(sampler: Sampler, options: dict, *, warmup: int, adapt="auto",

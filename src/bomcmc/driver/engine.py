@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import OrderedDict
 from typing import Callable
 
 import jax
@@ -23,6 +22,7 @@ import numpy as np
 
 from .. import data as data_args
 from .. import distributed
+from ..config import Latest
 from ..adaptation import get_adapter
 from ..adaptation.base import Adapter
 from ..errors import BomcmcError
@@ -268,34 +268,10 @@ class Run:
         return jax.block_until_ready(out)
 
 
-class ProgramCache:
-    """The chunk executables this process compiled, by `Run._program_key`, the latest
-    `size` of them: a second run of the same posterior and sampler with another seed, other
-    draws or other knob values starts without tracing its program again (tracing a vmapped
-    NUTS takes seconds; JAX's persistent cache saves only the compilation after it)."""
-
-    def __init__(self, size: int = 8):
-        self.size = size
-        self._entries: OrderedDict = OrderedDict()
-
-    def get(self, key):
-        if key is None or key not in self._entries:
-            return None
-        self._entries.move_to_end(key)
-        return self._entries[key][0]
-
-    def put(self, key, program, parts) -> None:
-        if key is None:
-            return
-        self._entries[key] = (program, parts)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        self._entries.clear()
-
-
-PROGRAMS = ProgramCache()
+# the chunk executables this process compiled, by `Run._program_key`: a further run of the
+# same posterior and sampler (another seed, other draws or knob values) starts without
+# tracing its program again; JAX's persistent cache saves only the compilation after it
+PROGRAMS = Latest(8)
 
 
 def _data(spec: RunSpec, post: Posterior):

@@ -7,10 +7,10 @@ Factories are lazy, so listing the built-ins loads no data. New posteriors are a
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from functools import partial
 from typing import Callable
 
+from ..config import Latest
 from ..errors import BomcmcError
 from ..posterior import Posterior
 from . import gaussians, hard, logistic
@@ -66,18 +66,10 @@ def get(name: str) -> Posterior:
     import jax
 
     key = (name, bool(jax.config.read("jax_enable_x64")))
-    if key in _BUILT:
-        _BUILT.move_to_end(key)
-        return _BUILT[key]
-    post = _build(name)
-    _BUILT[key] = post
-    while len(_BUILT) > _BUILT_SIZE:
-        _BUILT.popitem(last=False)
-    return post
+    return _BUILT.get_or_build(key, lambda: _build(name))
 
 
-_BUILT: "OrderedDict[tuple[str, bool], Posterior]" = OrderedDict()
-_BUILT_SIZE = 8
+_BUILT = Latest(8)
 
 
 def _build(name: str) -> Posterior:
