@@ -9,9 +9,8 @@ Wang, Mohamed & de Freitas 2013 §3, Wang 2012, Alg. 3), on the paper's schedule
   m = ⌊B/k⌋ transitions (the first B mod k of them one longer, so the k steps cover B exactly);
   p_i = 1 for those k steps (Wang, Mohamed & de Freitas 2013 §5, "k = 100, m = B/k"; the
   authors' `ahmc.m`);
-- sampling: BO steps of m transitions go on, and each proposes new knobs with probability
-  p_i = (i − k + 1)^{−1/2} (infinite, vanishing adaptation, Wang, Mohamed & de Freitas 2013
-  §4).
+- sampling: BO steps of m transitions go on, each proposing new knobs with probability
+  p_i = (i − k + 1)^{−1/2} (vanishing adaptation, Wang, Mohamed & de Freitas 2013 §4).
 
 The start is the authors' too (their `ahmc.m` starts at argmin U found by L-BFGS): each
 chain's initial point is moved by at most 100 L-BFGS iterations towards the mode
@@ -20,33 +19,19 @@ warm-up's gradients).
 
 Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler" and "The batch burn-in"):
 
-- **A batch burn-in.** The vmapped chains are split into up to 4 groups (2 chains or more
-  each); in every burn-in BO step each group runs its own (ε, L) and reports its own
-  reward, so one step observes up to 4 settings. The batch is chosen by GP-BUCB (Desautels,
-  Krause & Burdick 2014; `batch_burn_in.gp_bucb`); a fresh GP's first batch runs Stan's
-  ε₀ with L spread geometrically over the box. Sampling runs one shared setting, the
-  incumbent's, as the paper. `batch=1` is the paper's burn-in.
-- **An L box that grows.** L starts in {1..8} (`steps_cap`) and the cap doubles while the
-  incumbent's L is in its top quarter, up to the box's own; a metric update starts the next
-  epoch at twice the last epoch's best L. Long trajectories cost gradients in proportion to
-  L, and on the logistic regressions the paper's burn-in spent 375k–415k gradients exploring
-  L up to 100 where the 2000 draws after it cost 2–5 gradients per transition
-  (docs/benchmarks.md). `steps_cap=0` searches the whole box from the start.
-
+- **A batch burn-in** of up to 4 chain groups, each with its own (ε, L) chosen by GP-BUCB
+  (Desautels, Krause & Burdick 2014), and **an L box that grows** from {1..8}
+  (`batch_burn_in`); sampling runs the incumbent on every chain. `batch=1` and
+  `steps_cap=0` are the paper's burn-in.
 - **The ε box is relative** when the user gives none: [ε₀/10, 10 ε₀], ε₀ the median over
-  chains of Stan's step-size heuristic (`window_adaptation.init_stepsize`) at the starting
-  points. L ∈ {1..100} (the paper's logistic-regression box).
-- **A learned metric** (`mass="diag"`; the default `mass="auto"` starts from the Laplace
-  metric and goes dense where the correlations call for it, docs/defaults.md): positions of
-  the burn-in super-transitions in the windows (10%, 25%] and (25%, 50%] of the k BO steps,
-  pooled over chains, feed a Welford estimator; at the end of each window M⁻¹ ← Stan's
-  regularised variance, divided by its smallest entry (scaling M⁻¹ by c is scaling ε by √c,
-  so this keeps ε in the units of the identity metric and a user's box stays meaningful).
-  The rewards seen so far were earned under the old metric, so the GP is reset
-  (`bandit.reset_gp`; kept by gp="sparse", Engel's 2005 GP), the relative box is re-centred
-  on the heuristic's ε₀ for the new metric at the chains' current positions, and the bandit
-  restarts from the box's lower corner. p_i goes on counting.
-
+  chains of Stan's step-size heuristic at the starting points (`step_heuristic`).
+- **A learned metric** (`learned_metric`; `mass="auto"` starts from the Laplace metric):
+  burn-in positions in the windows (10%, 25%] and (25%, 50%] of the k BO steps give Stan's
+  regularised variance, normalised by its smallest entry (ε stays in the identity metric's
+  units). At each update the GP is reset (kept by gp="sparse", Engel 2005), the relative
+  box is re-centred on the heuristic's ε₀ for the new metric, and the bandit restarts.
+- **A ceiling on ε after divergences** (`divergence_ceiling`): after burn-in, ε stays at
+  most `divergence_margin` (0.8) times the smallest ε that diverged under the metric.
 - **A burn-in that stops when it has learned** (`settle=True`, the run's warmup="auto";
   docs/warmup.md): a metric update that barely moves M⁻¹ is the last, and burn-in ends
   once the incumbent's predicted reward holds still and no chain diverges; k steps at most.
@@ -62,8 +47,8 @@ import math
 import numpy as np
 
 from ..errors import BomcmcError
-from . import bandit, batch_burn_in as burn_in, learned_metric as metric, settle as settling
-from . import step_heuristic, surface
+from . import bandit, batch_burn_in as burn_in, divergence_ceiling as ceil
+from . import learned_metric as metric, settle as settling, step_heuristic, surface
 from .ahmc_options import (ACF_MIN_DRAWS, BO_STEPS, DEFAULT_M, EPS_FACTORS,  # noqa: F401
                            MASS_WINDOWS, REWARDS, check_options, given)
 from .bandit import TRUST  # noqa: F401 - re-exported
@@ -78,9 +63,10 @@ from .learned_metric import MASSES, MIN_MASS_STEPS, MetricState, needs_dense  # 
 # ---------------------------------------------------------------------------------------
 class AHMCTuner(GPBanditTuner):
     """`GPBanditTuner` with AHMC's burn-in schedule, a relative ε box and a metric learned in
-    burn-in, a batch of settings per burn-in step and an L box that grows (module
-    docstring). It holds three states: `bandit` (`bandit.BanditState`), `metric`
-    (`learned_metric.MetricState`) and `burn` (`batch_burn_in.BurnInState`). History entries
+    burn-in, a batch of settings per burn-in step, an L box that grows and a ceiling on ε
+    (module docstring). Its states: `bandit` (`bandit.BanditState`), `metric`
+    (`learned_metric.MetricState`), `burn` (`batch_burn_in.BurnInState`), `settle`
+    (`settle.SettleState`) and `ceiling` (`divergence_ceiling.CeilingState`). History entries
     carry "epoch" (the number of metric updates, GP resets, before the chunk) and "group"
     (the chain group observed; 0 when one setting ran): a burn-in step of a batch adds one
     entry per group.
@@ -88,9 +74,8 @@ class AHMCTuner(GPBanditTuner):
     Args:
         warmup, thin: the run's burn-in transitions and thinning (for the chunk lengths).
         bo_steps: k, the BO steps in burn-in (100); the schedule's k is min(k, warmup).
-        mass: "auto" (learn a metric in burn-in, dense when the measured correlations call
-            for it and d ≤ AUTO_DENSE_MAX_DIM, else diagonal), "diag", "dense", or
-            "identity" (keep the initial).
+        mass: "auto" (a metric learned in burn-in, dense where the correlations call for
+            it and d ≤ AUTO_DENSE_MAX_DIM), "diag", "dense", or "identity" (the initial).
         mass_windows: (start, end₁, end₂, …) fractions of the k burn-in BO steps.
         eps_factors: the relative box [f₁ ε₀, f₂ ε₀] when eps_bounds is None.
         batch: chain groups in burn-in, each with its own (ε, L); None: min(4, chains // 2)
@@ -100,6 +85,8 @@ class AHMCTuner(GPBanditTuner):
         reward: "esjd" (default), "ess" or "acf".
         settle: end burn-in once the metric and the incumbent have settled (`settle`;
             the run's warmup="auto"), k BO steps at most; False: always the k steps.
+        divergence_margin: after burn-in ε ≤ margin × the smallest ε that diverged under
+            the metric (`divergence_ceiling`, 0.8); None: no ceiling.
         logdensity_fn, start_positions: for Stan's step-size heuristic (the relative box).
         other keyword arguments: GPBanditTuner's.
     """
@@ -110,7 +97,8 @@ class AHMCTuner(GPBanditTuner):
                  mass: str = "auto", mass_windows=MASS_WINDOWS, eps_factors=EPS_FACTORS,
                  batch: int | None = None, steps_cap: int | None = STEPS_CAP,
                  reward: str = "esjd", settle: bool = False, logdensity_fn=None,
-                 start_positions=None, **options):
+                 start_positions=None, divergence_margin: float | None = ceil.MARGIN,
+                 **options):
         if options.get("budget") is not None:
             raise BomcmcError("AHMC sets its chunk lengths from the burn-in (no budget)")
         warmup, thin = int(warmup), max(1, int(thin))
@@ -141,6 +129,7 @@ class AHMCTuner(GPBanditTuner):
         self.side_grads = 0  # gradients spent outside the chunks, not yet taken
         self.settle_rule = settling.SettleRule() if settle else None
         self.settle = settling.SettleState()
+        self.margin, self.ceiling = divergence_margin, ceil.CeilingState()
         self._burn_schedule, self.schedule = self.schedule, self._shifted_schedule
 
     # -- the states, read ------------------------------------------------------------------
@@ -281,11 +270,11 @@ class AHMCTuner(GPBanditTuner):
         if updated:
             knobs = self._new_metric(knobs, chunk)  # no proposal: the GP starts afresh
         elif ends and self.bandit.gp.n_obs > 0:
-            # Burn-in's exploration ends: sampling starts from the incumbent, not from a last
-            # exploratory proposal nobody has tried (docs/tuning.md, "Robust defaults"), and
-            # every chain runs it.
+            # Burn-in's exploration ends: every chain samples from the incumbent (under the
+            # ceiling), not an untried proposal (docs/tuning.md, "Robust defaults")
             self.burn = self.burn._replace(points=None)
-            self.bandit = self.bandit._replace(point=bandit.incumbent(self.bandit))
+            self.bandit = self.bandit._replace(point=ceil.safe_point(
+                self.bandit.box, bandit.incumbent(self.bandit), self.ceiling, self.margin))
             entries[-1]["incumbent"] = True
         elif self.burn.points:
             # burn-in's p_i is 1: every step proposes, one point per group
@@ -293,7 +282,10 @@ class AHMCTuner(GPBanditTuner):
             for entry in entries:
                 entry["proposed"] = True
         else:
-            self.move(entries[-1])
+            self.move(entries[-1])  # after burn-in: not above the ceiling, even unproposed
+            margin = self.margin if i > self.burn_end else None
+            self.bandit = self.bandit._replace(point=ceil.safe_point(
+                self.bandit.box, self.bandit.point, self.ceiling, margin))
         self.history.extend(entries)
         return self._apply(knobs)
 
@@ -314,13 +306,16 @@ class AHMCTuner(GPBanditTuner):
         if not self.burn.points:
             entry = self.observe(chunk)
             entry["group"] = 0
+            self.ceiling = ceil.observed(self.ceiling, entry[self.history_keys[0]], chunk)
             return [entry]
         chains = np.asarray(chunk["positions"]).shape[0]
         group = burn_in.group_of(chains, len(self.burn.points))
         entries = []
         for g, point in enumerate(self.burn.points):
-            entry = self.observe(burn_in.chunk_of(chunk, np.flatnonzero(group == g)), point)
+            part = burn_in.chunk_of(chunk, np.flatnonzero(group == g))
+            entry = self.observe(part, point)
             entry["group"] = g
+            self.ceiling = ceil.observed(self.ceiling, entry[self.history_keys[0]], part)
             entries.append(entry)
         return entries
 
@@ -330,8 +325,10 @@ class AHMCTuner(GPBanditTuner):
                                lambda s: bandit.trust_region(s, self.burn_end))
 
     def search_box(self) -> tuple[np.ndarray, np.ndarray]:
-        """`bandit.trust_region` after burn-in, the whole box before."""
-        return bandit.trust_region(self.bandit, self.burn_end)
+        """`bandit.trust_region` under the ε ceiling after burn-in, the whole box before."""
+        margin = self.margin if self.bandit.i > self.burn_end else None
+        return ceil.region(*bandit.trust_region(self.bandit, self.burn_end), self.bandit.box,
+                           self.ceiling, margin)
 
     def _apply(self, knobs):
         """Each chain's (ε, L): its group's in batch burn-in, else the shared one."""
@@ -345,6 +342,7 @@ class AHMCTuner(GPBanditTuner):
         the GP reset (kept when sparse) and the bandit restarted."""
         self.metric, inv = metric.estimate(self.metric, self.mass)
         self.metric = metric.next_epoch(self.metric)
+        self.ceiling = ceil.CeilingState()  # ε in the new metric's units
         old = np.asarray(knobs.inverse_mass_matrix)
         if self.settle_rule is not None:
             self.settle = settling.new_epoch(self.settle, settling.metric_change(old[0], inv))
@@ -375,7 +373,8 @@ class AHMCTuner(GPBanditTuner):
     def state_dict(self, history: bool = True) -> dict:
         """The three states' `_asdict()` in JSON form, side by side."""
         state = {**super().state_dict(history), **metric.to_json(self.metric),
-                 **burn_in.to_json(self.burn), **settling.to_json(self.settle)}
+                 **burn_in.to_json(self.burn), **settling.to_json(self.settle),
+                 **ceil.to_json(self.ceiling)}
         state["config"]["steps_bounds"] = list(self.steps_request)  # the box's own
         return state
 
@@ -393,6 +392,7 @@ class AHMCTuner(GPBanditTuner):
         self.burn = burn_in.from_json(state)
         self.metric = metric.from_json(state)
         self.settle = settling.from_json(state)
+        self.ceiling = ceil.from_json(state)
         self.side_grads = 0  # counted in the chunks already written
 
 
