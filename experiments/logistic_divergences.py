@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Divergences after warm-up at the defaults (issue 32, item 6): `bomcmc.sample` with nothing
 but the posterior and the seed, on each logistic regression, seeds 0–2; one JSON line per run
-with the divergent draws' chain, draw, step size and trajectory length.
+with the divergent draws' chain, draw, step size and trajectory length, and the min bulk ESS
+per 1000 gradients, of the sampling phase and with the warm-up's gradients counted.
 
     python experiments/logistic_divergences.py --posteriors logistic-german,logistic-australian,\
 logistic-ripley,logistic-heart,logistic-pima --seeds 0,1,2
@@ -13,6 +14,7 @@ import argparse
 import json
 import warnings
 
+import arviz as az
 import numpy as np
 
 import bomcmc
@@ -33,9 +35,14 @@ def main(argv=None) -> int:
             eps, steps = stats["step_size"].values, stats["n_steps"].values
             where = [dict(chain=int(c), draw=int(d), step_size=float(eps[c, d]),
                           steps=int(steps[c, d])) for c, d in np.argwhere(div)]
+            ess = float(np.min(az.ess(res.idata, method="bulk").to_array().values))
+            grads, warm = res.totals["n_grad"], res.totals["n_grad_warmup"]
             print(json.dumps({"posterior": name, "seed": seed, "divergences": int(div.sum()),
                               "where": where, "median_step_size": float(np.median(eps)),
-                              "warmup": res.totals.get("warmup")}), flush=True)
+                              "warmup": res.totals.get("warmup"), "min_ess_bulk": ess,
+                              "ess_per_1000_grads": 1000 * ess / grads,
+                              "ess_per_1000_grads_with_warmup": 1000 * ess / (grads + warm)}),
+                  flush=True)
     return 0
 
 
