@@ -5,7 +5,7 @@ with the divergent draws' chain, draw, step size and trajectory length, and the 
 per 1000 gradients, of the sampling phase and with the warm-up's gradients counted.
 
     python experiments/logistic_divergences.py --posteriors logistic-german,logistic-australian,\
-logistic-ripley,logistic-heart,logistic-pima --seeds 0,1,2
+logistic-ripley,logistic-heart,logistic-pima --seeds 0,1,2 [--divergence-margin 0.6]
 """
 
 from __future__ import annotations
@@ -24,7 +24,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--posteriors", required=True)
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--divergence-margin", type=float, default=None,
+                    help="AHMC's ceiling margin instead of its default (0: no ceiling)")
     args = ap.parse_args(argv)
+    if args.divergence_margin is not None:
+        # `sample` takes no tuner options for this; the experiment changes the default
+        from bomcmc.tuning.ahmc_tuner import AHMCTuner
+
+        AHMCTuner.__init__.__kwdefaults__["divergence_margin"] = args.divergence_margin or None
     for name in args.posteriors.split(","):
         for seed in map(int, args.seeds.split(",")):
             with warnings.catch_warnings():
