@@ -163,6 +163,7 @@ def neal_ci(choo8):
     return hyper_draws(run_neal(choo8, CI, seed=1))
 
 
+@pytest.mark.slow  # the suite's time (README); AHMC-Gibbs's exactness in CI: test_bnn_cv.py
 def test_adaptive_hmc_gibbs_matches_neal_on_choo(choo8, neal_ci):
     """AHMC-Gibbs (GP-bandit η and L) vs Neal's scheme; and the same test fails Neal's scheme
     with the Gibbs step off (`sample_sigmas=False`: the precisions stay at their start), on

@@ -54,10 +54,10 @@ def test_score_is_r2_and_test_error_the_mean_squared_error():
 def test_a_grid_search_over_a_pipeline_cross_validates_and_refits():
     X, y = _data()
     pipe = Pipeline([("scale", StandardScaler()), ("bnn", BayesianMLPRegressor(**TINY))])
-    grid = GridSearchCV(pipe, {"bnn__steps": [5, 10]}, cv=2).fit(X, y)
+    grid = GridSearchCV(pipe, {"bnn__step_size": [0.05, 0.1]}, cv=2).fit(X, y)
     scores = np.array([grid.cv_results_[f"split{k}_test_score"] for k in range(2)])
     assert scores.shape == (2, 2) and np.all(np.isfinite(scores))  # R² of every fold
-    assert grid.best_params_["bnn__steps"] in (5, 10)
+    assert grid.best_params_["bnn__step_size"] in (0.05, 0.1)
     assert grid.best_estimator_.predict(X).shape == (40,)
 
 
