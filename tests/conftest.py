@@ -40,21 +40,16 @@ def _programs_traced_afresh_under_monkeypatch(request):
     """A test that patches a function a kernel calls (a broken variant) must trace its own
     program, and leave none behind: the process's program cache (`driver.engine.PROGRAMS`)
     knows kernels and posteriors by identity, not the module functions they call; so do the
-    caches of built samplers and built-in posteriors that keep those identities."""
+    other `config.Latest` caches (built samplers, built-in and flattened posteriors, the
+    start's and the tuner's compiled functions)."""
     if "monkeypatch" not in request.fixturenames:
         yield
         return
-    from bomcmc import models, registry
-    from bomcmc.driver import engine
+    from bomcmc import config
 
-    def clear():
-        engine.PROGRAMS.clear()
-        registry._BUILT.clear()  # samplers built for a posterior
-        models._BUILT.clear()  # built-in posteriors
-
-    clear()
+    config.clear_caches()
     yield
-    clear()
+    config.clear_caches()
 
 
 # The slowest modules first (longest-first scheduling), meant to keep one xdist worker

@@ -188,6 +188,29 @@ def test_a_second_run_of_the_same_posterior_reuses_its_program():
                                       anew.idata.posterior[var].values)
 
 
+def test_a_second_ahmc_run_reuses_its_start_and_its_tuners_compiled_functions():
+    """AHMC's L-BFGS start, Stan's step-size heuristic and the Laplace metric's Hessian are
+    compiled once per posterior in a process (`config.Latest` caches, keyed by the flattened
+    posterior's log density): a second run adds no entry to them, and its draws are those
+    of a run that builds them anew."""
+    from bomcmc import config
+    from bomcmc.driver import engine
+    from bomcmc.tuning import learned_metric, step_heuristic
+
+    post = bomcmc.Posterior(_gaussian, jnp.zeros(2), name="gauss")
+    run = dict(posterior=post, sampler="ahmc", chains=4, warmup=40, draws=20, progress=False)
+    bomcmc.sample(seed=0, **run)
+    caches = (engine.PROGRAMS, step_heuristic._COMPILED, learned_metric._HESSIANS)
+    before = [c.keys() for c in caches]
+    assert all(before), before
+    again = bomcmc.sample(seed=1, **run)
+    assert [c.keys() for c in caches] == before
+    config.clear_caches()
+    anew = bomcmc.sample(seed=1, **run)
+    np.testing.assert_array_equal(again.idata.posterior["x"].values,
+                                  anew.idata.posterior["x"].values)
+
+
 def test_a_built_in_posterior_is_built_once_and_its_runs_share_a_program():
     from bomcmc import models
     from bomcmc.driver import engine

@@ -4,6 +4,7 @@ bounded caches of objects a process builds once (`Latest`)."""
 from __future__ import annotations
 
 import os
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Hashable
@@ -21,6 +22,7 @@ class Latest:
     def __init__(self, size: int = 8):
         self.size = size
         self._entries: OrderedDict = OrderedDict()
+        _CACHES.add(self)
 
     def get(self, key: Hashable | None) -> Any:
         """The value of `key`, or None (always None for the key None)."""
@@ -46,6 +48,16 @@ class Latest:
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+_CACHES: "weakref.WeakSet[Latest]" = weakref.WeakSet()
+
+
+def clear_caches() -> None:
+    """Empty every `Latest` cache of the process: the next run builds, traces and compiles
+    afresh (a test that patches a function a program calls needs this)."""
+    for cache in list(_CACHES):
+        cache.clear()
 
 
 def set_float64(enable: bool = True) -> None:

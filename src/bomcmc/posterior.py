@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from .config import float_dtype
+from .config import Latest, float_dtype
 from .data import Data
 from .data import jit as data_jit
 from .errors import BomcmcError, first_line
@@ -276,7 +276,18 @@ def flatten(posterior: Posterior, check_finite: bool = True) -> FlatPosterior:
     """Validate a posterior and return its flat form (see module docstring).
 
     With `check_finite=False` only shapes are checked (the driver checks finiteness at every
-    chain's start itself, in one compiled call)."""
+    chain's start itself, in one compiled call). A process flattens each posterior once (per
+    float width): its flat log density is then one function, so the programs compiled from
+    it (the start, the step-size heuristic, the Laplace metric) are traced once too."""
+    key = (id(posterior), bool(check_finite), str(float_dtype()))
+    return _FLAT.get_or_build(key, lambda: _flatten(posterior, check_finite),
+                              keep=(posterior,))
+
+
+_FLAT = Latest(8)
+
+
+def _flatten(posterior: Posterior, check_finite: bool) -> FlatPosterior:
     if not callable(posterior.logdensity_fn):
         raise BomcmcError("logdensity must be a callable position -> scalar")
     _check_init_leaves(posterior.init_position)

@@ -151,7 +151,13 @@ class Run:
                 x, n = kernel.start(x, flat.logdensity_fn)
             return kernel.init(x, flat.logdensity_fn), n
 
-        init = data_args.jit(vmap_in_blocks(one, self.block), self.data)
+        # by identity: the log density (one per posterior, `flatten`), its data and the
+        # kernel; never for sharded data
+        key = None if self.mesh is not None else (
+            "init", id(flat.logdensity_fn), id(self.data), id(kernel), self.block)
+        init = PROGRAMS.get(key) or PROGRAMS.put(
+            key, data_args.jit(vmap_in_blocks(one, self.block), self.data),
+            (flat.logdensity_fn, self.data, kernel))
         redraw = strategy == "uniform" and flat.source.chain_inits is None
         self.start_grads = 0  # gradient evaluations of the kernel's start, every attempt's
         for attempt in range(1, MAX_INIT_TRIES + 1):
@@ -271,7 +277,7 @@ class Run:
 # the chunk executables this process compiled, by `Run._program_key`: a further run of the
 # same posterior and sampler (another seed, other draws or knob values) starts without
 # tracing its program again; JAX's persistent cache saves only the compilation after it
-PROGRAMS = Latest(8)
+PROGRAMS = Latest(16)  # a run's chunk and its start
 
 
 def _data(spec: RunSpec, post: Posterior):

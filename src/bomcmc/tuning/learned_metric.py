@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
+from ..config import Latest
 from ..adaptation.welford import REG_SAMPLES, REG_VALUE, stan_regularize, welford_merge
 
 MASSES = ("auto", "diag", "dense", "identity")
@@ -100,6 +101,10 @@ def shape_metric(state: MetricState, mass: str, knobs) -> tuple[MetricState, obj
     return state._replace(dense_knob=dense), knobs
 
 
+# each log density's compiled Hessian (by identity), traced once per process
+_HESSIANS = Latest(4)
+
+
 def laplace_metric(state: MetricState, mass: str, knobs, logdensity_fn,
                    start_positions) -> tuple[MetricState, object, int]:
     """With a dense knob, start from the Laplace approximation: M⁻¹ = the inverse of the
@@ -116,7 +121,8 @@ def laplace_metric(state: MetricState, mass: str, knobs, logdensity_fn,
     # the log density at each start counted as one more
     grads = (2 * x.shape[-1] + 1) * x.shape[0]
     try:
-        hess = jax.jit(jax.vmap(jax.hessian(logdensity_fn)))(x)
+        hess = _HESSIANS.get_or_build(id(logdensity_fn), lambda: jax.jit(jax.vmap(
+            jax.hessian(logdensity_fn))), keep=(logdensity_fn,))(x)
         near = near_the_mode(np.asarray(jax.vmap(logdensity_fn)(x), np.float64), x.shape[-1])
         h = -np.mean(np.asarray(hess, np.float64)[near], axis=0)
         cov = np.linalg.inv(0.5 * (h + h.T))

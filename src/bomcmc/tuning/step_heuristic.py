@@ -8,12 +8,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..config import Latest
 from ..kernels import hmc
+
+# the compiled heuristic of each log density (by identity; `posterior.flatten` gives a
+# posterior one), so that a further run of it in the process does not trace it again
+_COMPILED = Latest(4)
 
 
 def compile_heuristic(logdensity_fn):
     """(keys, positions, ε, M⁻¹) ↦ (ε per chain, trials per chain), jitted and vmapped over
     the chains."""
+    return _COMPILED.get_or_build(id(logdensity_fn), lambda: _build(logdensity_fn),
+                                  keep=(logdensity_fn,))
+
+
+def _build(logdensity_fn):
     from ..adaptation.window_adaptation import init_stepsize
 
     def one(key, x, eps, inv_mass):
