@@ -4,7 +4,16 @@ subprocess tests, which use the library's default) and a private compilation cac
 import os
 import tempfile
 
-os.environ.setdefault("BOMCMC_CACHE_DIR", tempfile.mkdtemp(prefix="bomcmc-test-cache-"))
+# One private cache per test process (each xdist worker, and the subprocesses it starts,
+# which inherit the variable), unless the user named one. JAX's size-capped cache scans
+# every entry of its directory, under a file lock, on every write (its LRU eviction): about
+# 20 µs an entry, 85 ms at the 4 000 entries a whole suite writes, so the cost grows with
+# the square of the entries, and two workers sharing one directory also wait for each
+# other's locks.
+if os.environ.get("BOMCMC_CACHE_DIR") is None or \
+        os.environ.get("_BOMCMC_TEST_CACHE_OF") not in (None, str(os.getpid())):
+    os.environ["BOMCMC_CACHE_DIR"] = tempfile.mkdtemp(prefix="bomcmc-test-cache-")
+    os.environ["_BOMCMC_TEST_CACHE_OF"] = str(os.getpid())
 
 import jax  # noqa: E402
 
