@@ -30,19 +30,20 @@ def _name(check) -> str:
 
 def _checks():
     """Every check scikit-learn runs on a regressor and a classifier, none expected to fail.
-    The two estimators share their validation, fitting and prediction code
-    (`bnn/estimator.py`), so a legacy check (scikit-learn's `legacy=True` set) that is not
-    about regression or the targets runs in CI on the classifier, and with `-m slow` on the
-    regressor too; the API, regression and target checks run on both in CI (the suite's
-    time, README). Skipped by scikit-learn
-    itself: check_array_api_input (needs SCIPY_ARRAY_API=1 and an array library; the
-    estimators convert their input to NumPy)."""
+    In CI: the API checks (`legacy=False`) on both, the regression and target checks on the
+    regressor, the classification checks and pickling on the classifier. The other legacy
+    checks (dtypes, NaN and inf, 1-d and 1-sample input, idempotence, subset invariance, ...)
+    exercise the validation, fitting and prediction code both estimators share
+    (`bnn/estimator.py`) and run with `-m slow` on both (the suite's time, README). Skipped
+    by scikit-learn itself: check_array_api_input (needs SCIPY_ARRAY_API=1 and an array
+    library; the estimators convert their input to NumPy)."""
     for est in (BayesianMLPRegressor(**TINY), BayesianMLPClassifier(**TINY)):
         api = {_name(c) for _, c in estimator_checks_generator(est, legacy=False)}
         for e, check in estimator_checks_generator(est):
             name = _name(check)
-            shared = (isinstance(e, BayesianMLPRegressor) and name not in api
-                      and "regress" not in name and "supervised" not in name)
+            own = ("regress" in name or "supervised" in name) if isinstance(
+                e, BayesianMLPRegressor) else ("classif" in name or "pickle" in name)
+            shared = name not in api and not own
             yield pytest.param(e, check, id=f"{type(e).__name__}-{name}",
                                marks=[pytest.mark.slow] if shared else [])
 
@@ -82,7 +83,7 @@ ASK = dict(hidden=(8,), prior="ih 1 bh 1 ho 1 bo 1", noise="0.1", chains=4,
 GRID = np.linspace(-1.8, 1.8, 25)[:, None]
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_ask_2022_pipeline_fixed_gaussian_priors_adam_then_nuts(seed):
     """Fixed N(0, 1) priors on every weight and bias (Ask 2022, eq. 6.22), Gaussian noise of
     fixed sd 0.1, four chains each from its own Adam MAP fit, NUTS with Stan's warm-up.
