@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from ..config import Latest
 from ..adaptation.welford import REG_SAMPLES, REG_VALUE, stan_regularize, welford_merge
+from ..config import Latest
 
 MASSES = ("auto", "diag", "dense", "identity")
 AUTO_DENSE_MAX_DIM = 400  # mass="auto" carries a dense metric knob up to this dimension
