@@ -155,8 +155,8 @@ class Run:
         # kernel; never for sharded data
         key = None if self.mesh is not None else (
             "init", id(flat.logdensity_fn), id(self.data), id(kernel), self.block)
-        init = PROGRAMS.get(key) or PROGRAMS.put(
-            key, data_args.jit(vmap_in_blocks(one, self.block), self.data),
+        init = PROGRAMS.get_or_build(
+            key, lambda: data_args.jit(vmap_in_blocks(one, self.block), self.data),
             (flat.logdensity_fn, self.data, kernel))
         redraw = strategy == "uniform" and flat.source.chain_inits is None
         self.start_grads = 0  # gradient evaluations of the kernel's start, every attempt's

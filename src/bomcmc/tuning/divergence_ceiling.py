@@ -36,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import bandit
+from .rewards import any_divergence
 
 MARGIN = 0.8  # the ceiling: a fifth below the smallest step size that diverged
 
@@ -46,19 +47,9 @@ class CeilingState(NamedTuple):
     eps: float | None = None
 
 
-def diverged(chunk: dict) -> bool:
-    """Whether any transition of any chain of the super-transition diverged."""
-    info = chunk.get("info")
-    if info is None:
-        return False
-    flags = info.get("diverging") if isinstance(info, dict) else getattr(info, "diverging",
-                                                                           None)
-    return flags is not None and bool(np.any(np.asarray(flags)))
-
-
 def observed(state: CeilingState, eps: float, chunk: dict) -> CeilingState:
     """The state after a super-transition run at step size `eps`."""
-    if not diverged(chunk) or not math.isfinite(eps):
+    if not any_divergence(chunk) or not math.isfinite(eps):
         return state
     return CeilingState(eps if state.eps is None else min(state.eps, float(eps)))
 

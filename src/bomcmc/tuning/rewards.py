@@ -27,6 +27,18 @@ def _info(chunk: dict, name: str) -> np.ndarray:
     return np.asarray(value, dtype=float)
 
 
+def any_divergence(chunk: dict) -> bool:
+    """Whether any transition of any chain of the chunk diverged (False when the kernel
+    records no `diverging` field, or the chunk has no info). The one reading of divergences
+    for the ESJD reward, the settling rule and the ceiling on ε."""
+    info = chunk.get("info")
+    if info is None:
+        return False
+    flags = info.get("diverging") if isinstance(info, dict) else getattr(info, "diverging",
+                                                                           None)
+    return flags is not None and bool(np.any(np.asarray(flags)))
+
+
 def esjd(chunk: dict) -> float:
     """r = (1/(chains·n)) Σ_chains Σ_t a_t ||x*_t − x_t||² / √L   (Wang, Mohamed & de
     Freitas 2013 §3; the Rao-Blackwellised estimator and the division by √L of the authors'
@@ -42,9 +54,7 @@ def esjd(chunk: dict) -> float:
     jumps = _info(chunk, "esjd")  # a·||x* − x||², recorded by the HMC kernel
     if jumps.size == 0:
         return float("nan")
-    info = chunk["info"]
-    if ("diverging" in info if isinstance(info, dict) else hasattr(info, "diverging")) \
-            and np.any(_info(chunk, "diverging")):
+    if any_divergence(chunk):
         return 0.0
     jumps = np.where(np.isfinite(jumps), jumps, 0.0)
     return float(jumps.mean() / np.sqrt(float(chunk["num_steps"])))

@@ -44,6 +44,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .rewards import any_divergence
+
 MIN_STEPS = 20  # BO steps under the final metric before the test may fire
 WINDOW = 10  # the incumbent's predicted reward is compared with its value 10 BO steps ago
 GAIN = 0.05  # ... and must be within 5 % of it
@@ -90,14 +92,6 @@ def metric_change(old: np.ndarray, new: np.ndarray) -> float:
 
 def _matrix(m: np.ndarray) -> np.ndarray:
     return np.diag(m) if m.ndim == 1 else 0.5 * (m + m.T)
-
-
-def any_divergence(chunk: dict) -> bool:
-    """Whether any transition of any chain in the chunk diverged (False without the
-    field)."""
-    info = chunk["info"]
-    fields = info if isinstance(info, dict) else info._asdict()
-    return bool(np.any(np.asarray(fields.get("diverging", False))))
 
 
 def new_epoch(state: SettleState, change: float | None) -> SettleState:
