@@ -211,3 +211,30 @@ def test_the_estimators_window_is_checked():
     X = np.zeros((4, 1))
     with pytest.raises(BomcmcError, match="window must be an integer >= 1"):
         BayesianMLPRegressor(sampler="neal_gibbs", window=0).fit(X, np.zeros(4))
+
+
+def test_bnn_fit_passes_window_to_the_estimator(tmp_path, monkeypatch, capsys):
+    """`bomcmc bnn fit --window W` runs the estimator with window=W (FBM's `hybrid L:W η`),
+    and a window below 1 is a one-line error with exit status 2."""
+    from bomcmc.bnn.regressor import BayesianMLPRegressor
+    from bomcmc.cli.main import main
+
+    data = tmp_path / "train.csv"
+    data.write_text("x,y\n0.0,1.0\n1.0,2.0\n2.0,2.5\n")
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fit(self, X, y):
+        seen.update(window=self.window, sampler=self.sampler)
+        raise Stop
+
+    monkeypatch.setattr(BayesianMLPRegressor, "fit", fit)
+    args = ["bnn", "fit", str(data), "--target", "y", "--out", str(tmp_path / "o"),
+            "--sampler", "neal_gibbs", "--no-progress"]
+    main(args + ["--window", "5"])  # the stand-in fit stops the command there
+    assert seen == {"window": 5, "sampler": "neal_gibbs"}
+    capsys.readouterr()
+    assert main(args + ["--window", "0"]) == 2
+    assert "--window" in capsys.readouterr().err

@@ -3,7 +3,7 @@
     bomcmc bnn fit DATA.csv --target y1,y2 --out DIR [--inputs x1,x2] [--hidden 16 [8 ...]]
                    [--activation tanh] [--prior TEXT] [--noise TEXT]
                    [--sampler ahmc_cv|ahmc_gibbs|neal_gibbs|nuts|nuts_gibbs] [--folds K] [--chains C]
-                   [--super-transitions S] [--budget B] [--burn-in F]
+                   [--super-transitions S] [--budget B] [--burn-in F] [--window W]
                    [--eps-bounds A B] [--steps-bounds A B] [--step-size E] [--steps L]
                    [--pretrain-steps N] [--seed S] [--overwrite] [--no-progress] [--json]
     bomcmc bnn predict DIR NEW.csv [--out PRED.csv] [--include-noise]
@@ -83,6 +83,9 @@ def add_parsers(sub, types) -> None:
                    metavar="X", help="η for --sampler neal_gibbs (default: %(default)s)")
     f.add_argument("--steps", type=types["positive_int"], default=100,
                    metavar="N", help="L for --sampler neal_gibbs (default: %(default)s)")
+    f.add_argument("--window", type=types["positive_int"], default=1, metavar="W",
+                   help="Neal's (1994) accept and reject windows of W states for --sampler "
+                        "neal_gibbs (FBM's `hybrid L:W η`; 1: plain HMC; default: %(default)s)")
     f.add_argument("--pretrain-steps", type=types["nonneg_int"], default=2000, metavar="N",
                    help="Adam steps to a start near the posterior's mode, the sigmas fixed "
                         "(0: none; default: %(default)s)")
@@ -176,7 +179,8 @@ def _fit(args) -> int:
         activation=args.activation, sampler=args.sampler, folds=args.folds, chains=args.chains,
         super_transitions=args.super_transitions, budget=args.budget, burn_in=args.burn_in,
         eps_bounds=tuple(args.eps_bounds), steps_bounds=tuple(args.steps_bounds),
-        step_size=args.step_size, steps=args.steps, pretrain_steps=args.pretrain_steps,
+        step_size=args.step_size, steps=args.steps, window=args.window,
+        pretrain_steps=args.pretrain_steps,
         seed=args.seed, out=out, progress=False if args.no_progress else None, overwrite=True,
         shard_data=args.shard_data)
     reg.advice_flags = frozenset(vars(args))  # the warnings advise these flags
