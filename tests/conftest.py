@@ -1,19 +1,17 @@
 """Test-wide settings: float64 (exactness tests need it; float32 runs are covered by the CLI
-subprocess tests, which use the library's default) and a private compilation cache."""
+subprocess tests, which use the library's default) and one compilation cache per session."""
 
 import os
 import tempfile
 
-# One private cache per test process (each xdist worker, and the subprocesses it starts,
-# which inherit the variable), unless the user named one. JAX's size-capped cache scans
-# every entry of its directory, under a file lock, on every write (its LRU eviction): about
-# 20 µs an entry, 85 ms at the 4 000 entries a whole suite writes, so the cost grows with
-# the square of the entries, and two workers sharing one directory also wait for each
-# other's locks.
-if os.environ.get("BOMCMC_CACHE_DIR") is None or \
-        os.environ.get("_BOMCMC_TEST_CACHE_OF") not in (None, str(os.getpid())):
+# One cache for the whole test session (both xdist workers, and the subprocesses they start,
+# inherit the variables), unless the user named one, with no size cap: JAX's capped cache
+# locks the directory and reads every entry's access time on every write (its LRU eviction),
+# a cost that grows with the entries, and the workers would wait for each other's locks
+# (docs/architecture.md, "The persistent cache's cost per write").
+if os.environ.get("BOMCMC_CACHE_DIR") is None:
     os.environ["BOMCMC_CACHE_DIR"] = tempfile.mkdtemp(prefix="bomcmc-test-cache-")
-    os.environ["_BOMCMC_TEST_CACHE_OF"] = str(os.getpid())
+    os.environ.setdefault("BOMCMC_CACHE_MAX_BYTES", "-1")
 
 import jax  # noqa: E402
 

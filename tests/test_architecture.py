@@ -13,7 +13,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "bomcmc"
 
 LAYERS = [
-    {"errors", "config", "_version"},
+    {"errors", "_version"},
+    {"config"},
     {"validation", "options", "distributed", "data"},
     {"posterior", "datasets", "store", "schemas"},
     {"kernels", "models"},  # kernels never import models, nor models kernels

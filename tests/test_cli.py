@@ -28,8 +28,10 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("bomcmc-cache")
+def cache_dir():
+    """The test session's compilation cache (tests/conftest.py): the command-line runs share
+    programs with every other test's subprocesses."""
+    return Path(os.environ["BOMCMC_CACHE_DIR"])
 
 
 def run_cli(cache_dir: Path, *args, cwd=None) -> subprocess.CompletedProcess:

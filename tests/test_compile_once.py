@@ -75,6 +75,7 @@ def test_sample_uses_a_shared_persistent_cache_by_default(tmp_path):
            str(Path(__file__).resolve().parents[1] / "src") + os.pathsep
            + os.environ.get("PYTHONPATH", "")}
     env.pop("BOMCMC_NO_CACHE", None)
+    env.pop("BOMCMC_CACHE_MAX_BYTES", None)  # the default: capped, locked, shared
 
     def start():
         return subprocess.Popen([sys.executable, "-c", RUN], env=env, text=True,
@@ -89,7 +90,7 @@ def test_sample_uses_a_shared_persistent_cache_by_default(tmp_path):
     assert int(outs[-1][0].split()[1]) >= 2  # the chains' start and the chunk, from the cache
 
 
-def test_a_cache_holding_uncapped_entries_still_takes_new_programs(tmp_path):
+def test_a_cache_holding_uncapped_entries_still_takes_new_programs(tmp_path, monkeypatch):
     """A program cached with no size cap (by bomcmc before it set one, or by another program
     sharing the directory) has no access-time file; JAX's capped cache then failed every
     write (its eviction reads that file), so no new program was cached again. bomcmc dates
@@ -102,13 +103,41 @@ def test_a_cache_holding_uncapped_entries_still_takes_new_programs(tmp_path):
     (tmp_path / "jax" / f"jit_old-{'0' * 64}-cache").write_bytes(b"an uncapped entry")
     before = jax.config.jax_compilation_cache_dir
     try:
-        bomcmc.enable_compilation_cache(tmp_path / "jax")
+        with monkeypatch.context() as m:
+            m.delenv("BOMCMC_CACHE_MAX_BYTES", raising=False)  # the default cap
+            bomcmc.enable_compilation_cache(tmp_path / "jax")
+        assert jax.config.jax_compilation_cache_max_size == bomcmc.config.CACHE_MAX_BYTES
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # JAX warns when it cannot write an entry
             jax.jit(lambda x: jax.numpy.sin(x) * 3.25 + 0.5)(np.arange(7.0)).block_until_ready()
         new = [p.name for p in (tmp_path / "jax").glob("*-cache") if "jit_old" not in p.name]
         assert new, "the new program was not cached"
     finally:
+        bomcmc.enable_compilation_cache(before)  # the session's settings (tests/conftest.py)
+
+
+def test_the_cache_cap_is_read_from_the_environment(tmp_path, monkeypatch):
+    """BOMCMC_CACHE_MAX_BYTES: a cap in bytes, or -1 for none (then JAX takes no lock and
+    keeps no access times); anything else is a one-line error naming the variable."""
+    import jax
+
+    from bomcmc.errors import BomcmcError
+
+    before = jax.config.jax_compilation_cache_dir
+    try:
+        for text, cap in (("-1", -1), ("1000000", 1000000)):
+            monkeypatch.setenv("BOMCMC_CACHE_MAX_BYTES", text)
+            d = bomcmc.enable_compilation_cache(tmp_path / text)
+            assert jax.config.jax_compilation_cache_max_size == cap
+            jax.jit(lambda x, c=cap: x * 2.5 + c)(np.arange(3.0)).block_until_ready()
+            assert any(d.glob("*-cache"))
+            assert any(d.glob("*-atime")) == (cap != -1)
+        for bad in ("0", "-2", "4GB"):
+            monkeypatch.setenv("BOMCMC_CACHE_MAX_BYTES", bad)
+            with pytest.raises(BomcmcError, match="BOMCMC_CACHE_MAX_BYTES"):
+                bomcmc.enable_compilation_cache(tmp_path / "bad")
+    finally:
+        monkeypatch.undo()  # the session's environment, then its cache (tests/conftest.py)
         bomcmc.enable_compilation_cache(before)
 
 

@@ -11,6 +11,8 @@ from typing import Any, Callable, Hashable
 
 import jax
 
+from .errors import BomcmcError
+
 
 class Latest:
     """The latest `size` values built by key, the least recently used dropped first. A key
@@ -89,8 +91,8 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | No
     posterior or network of the same shapes: the data are its inputs, not constants) loads
     compiled code instead of compiling it again. The directory is `path`, else
     $BOMCMC_CACHE_DIR/jax, else the user cache directory (~/.cache/bomcmc/jax); a size cap
-    makes JAX evict old entries and take a file lock around every read and write, so several
-    processes can share it. Returns the directory, or None if disabled with BOMCMC_NO_CACHE=1
+    ($BOMCMC_CACHE_MAX_BYTES, else 4 GiB; `_cache_cap`) makes JAX evict old entries and take
+    a file lock around every read and write, so several processes can share it. Returns the directory, or None if disabled with BOMCMC_NO_CACHE=1
     or the directory cannot be made."""
     if os.environ.get("BOMCMC_NO_CACHE"):
         return None
@@ -102,10 +104,30 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | No
     jax.config.update("jax_compilation_cache_dir", str(d))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)
-    _date_undated_entries(d)
+    cap = _cache_cap()
+    jax.config.update("jax_compilation_cache_max_size", cap)
+    if cap != -1:
+        _date_undated_entries(d)
     _reset_cache()  # JAX reads the settings at its first compilation: read them again
     return d
+
+
+def _cache_cap() -> int:
+    """The cache's size cap in bytes: $BOMCMC_CACHE_MAX_BYTES, else CACHE_MAX_BYTES. -1: no
+    cap. With a cap JAX locks the directory and reads every entry's access time on every
+    write (its LRU eviction), a cost that grows with the entries; with none it does neither,
+    and nothing is evicted."""
+    text = os.environ.get("BOMCMC_CACHE_MAX_BYTES")
+    if text is None:
+        return CACHE_MAX_BYTES
+    try:
+        cap = int(text)
+    except ValueError:
+        cap = 0
+    if cap < -1 or cap == 0:
+        raise BomcmcError(f"BOMCMC_CACHE_MAX_BYTES must be a positive number of bytes or -1 "
+                          f"(no cap), got '{text}'")
+    return cap
 
 
 def _date_undated_entries(d: Path) -> None:
