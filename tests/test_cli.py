@@ -94,6 +94,22 @@ def test_sample_writes_run_directory(run_dir):
             cfg["seed"], cfg["chunk_size"]) == ("gauss-2d-corr", "hmc", 2, 50, 20, 3, 20)
 
 
+def test_exit_now_flushes_runs_exit_handlers_and_keeps_the_status():
+    """The command's process skips the interpreter's teardown (`cli.main.exit_now`), and
+    still flushes its output, joins its threads, runs its exit handlers and exits with the
+    command's status."""
+    code = ("import atexit, sys, threading, time\n"
+            "from bomcmc.cli.main import exit_now\n"
+            "atexit.register(lambda: print('handler', file=sys.stderr))\n"
+            "threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n"
+            "print('out', end='')\n"
+            "exit_now(3)\n")
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "outthread\n", "handler\n")
+
+
 def test_summary_json(run_dir, cache_dir):
     out, _ = run_dir
     proc = run_cli(cache_dir, "summary", out, "--json")
