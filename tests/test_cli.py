@@ -408,3 +408,22 @@ def test_spin_samplers_from_the_command_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "samples spin models" in err
     assert not (tmp_path / "bad" / "idata.nc").exists()
+
+
+def test_import_in_thread_hides_a_module_until_done(tmp_path, monkeypatch):
+    """The command imports ArviZ in a thread with Numba hidden (`commands.preload_arviz`):
+    the module imported sees the hidden one as absent, which is importable again after."""
+    from bomcmc.cli import commands
+
+    (tmp_path / "bomcmc_probe_hidden.py").write_text("")
+    (tmp_path / "bomcmc_probe.py").write_text(
+        "try:\n    import bomcmc_probe_hidden\n    FOUND = True\n"
+        "except ImportError:\n    FOUND = False\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("bomcmc_probe", "bomcmc_probe_hidden"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    commands.import_in_thread("bomcmc_probe", hide="bomcmc_probe_hidden").join()
+    assert sys.modules["bomcmc_probe"].FOUND is False
+    assert "bomcmc_probe_hidden" not in sys.modules
+    import bomcmc_probe_hidden  # noqa: F401
+    assert commands.import_in_thread("bomcmc_probe", hide="bomcmc_probe_hidden") is None

@@ -292,6 +292,39 @@ def warnings_as_lines():
             sys.stderr.flush()
 
 
+def preload_arviz():
+    """Import ArviZ in a thread while the run prepares, compiles and samples (the run's
+    InferenceData is assembled at its end), with Numba hidden from it: ArviZ then sets up
+    no Numba functions, which it compiles on import, and its figures take the NumPy path,
+    which the run's checks take anyway (`diagnostics.checks.numpy_path`). The command's
+    process uses ArviZ for nothing else; the Python API leaves ArviZ's Numba alone
+    (`driver.api._preload_arviz`)."""
+    return import_in_thread("arviz", hide="numba")
+
+
+def import_in_thread(module: str, hide: str):
+    """Start importing `module` in a daemon thread (returned; None where it is imported
+    already) with the module `hide` unimportable until it is done, as if not installed."""
+    import threading
+
+    if module in sys.modules:
+        return None
+    hidden = hide not in sys.modules
+    if hidden:
+        sys.modules[hide] = None  # `import hide` raises ImportError
+
+    def load() -> None:
+        try:
+            __import__(module)
+        finally:
+            if hidden and hide in sys.modules and sys.modules[hide] is None:
+                del sys.modules[hide]
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    return thread
+
+
 def cmd_sample(args) -> int:
     started = time.perf_counter()
     from .processes import join_or_launch
@@ -300,6 +333,7 @@ def cmd_sample(args) -> int:
                               run_dir=args.out)
     if launched is not None:
         return launched
+    preload_arviz()
     import bomcmc
 
     bomcmc.enable_compilation_cache()
@@ -340,6 +374,7 @@ def cmd_resume(args) -> int:
     launched = join_or_launch(args, chains=None, run_dir=args.dir)
     if launched is not None:
         return launched
+    preload_arviz()
     import bomcmc
 
     bomcmc.enable_compilation_cache()
