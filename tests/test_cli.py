@@ -110,6 +110,20 @@ def test_exit_now_flushes_runs_exit_handlers_and_keeps_the_status():
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, "outthread\n", "handler\n")
 
 
+def test_exit_now_exits_as_python_does_under_a_profiler():
+    """cProfile writes its report after the command returns: under a profiler (or a tracer:
+    coverage, a debugger) `exit_now` leaves by Python's own exit."""
+    code = ("import sys\n"
+            "from bomcmc.cli.main import exit_now\n"
+            "sys.setprofile(lambda *a: None)\n"
+            "try:\n    exit_now(3)\n"
+            "except SystemExit as e:\n    sys.setprofile(None)\n    print('exit', e.code)\n")
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, "exit 3\n"), proc.stderr
+
+
 def test_summary_json(run_dir, cache_dir):
     out, _ = run_dir
     proc = run_cli(cache_dir, "summary", out, "--json")

@@ -365,10 +365,13 @@ def exit_now(code: int) -> None:
     and its exit handlers run, as Python's exit does, but without the interpreter's teardown
     (freeing the modules and objects of JAX, XLA, xarray and ArviZ one by one), which the
     user would wait for after the command has finished. Where the output cannot be flushed
-    (a closed pipe), Python's own exit handles it."""
+    (a closed pipe), or a profiler or tracer (cProfile, coverage, a debugger) is watching,
+    whose report comes after the command returns, Python's own exit handles it."""
     import atexit
     import threading
 
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
