@@ -10,7 +10,9 @@ Both sides: 4 chains, 1000 warm-up and 1000 draws (bomcmc's warm-up is "auto", c
 alternate A B A B. NumPyro's side: the model below, `MCMC(NUTS(model), num_warmup=1000,
 num_samples=1000, num_chains=4, chain_method="vectorized")`, then ArviZ's bulk ESS (a user
 looks at a summary, as bomcmc's CLI prints one); its data from an .npz written beforehand.
-Reported: the median seconds of each side, their ratio, and each run's min bulk ESS.
+Reported: the median seconds of each side, their ratio, each run's min bulk ESS, and the
+median of bomcmc's seconds by phase from its run.json (startup_s: imports and JAX's start;
+the phases after it are timed inside the process; the interpreter's own start is not).
 """
 
 from __future__ import annotations
@@ -60,7 +62,14 @@ def _bomcmc(tmp: Path, seed: int) -> dict:
     if p.returncode != 0:
         raise SystemExit(p.stderr[-2000:])
     s = json.loads(p.stdout)
-    return {"wall_s": wall, "min_ess_bulk": _min_ess(s)}
+    run = json.loads((out / "run.json").read_text())
+    return {"wall_s": wall, "min_ess_bulk": _min_ess(s),
+            "phases": {k: run[k] for k in PHASES if k in run}}
+
+
+# run.json's seconds by phase, in the order the command spends them (docs/benchmarks.md)
+PHASES = ("startup_s", "prepare_s", "compile_s", "wall_s_warmup", "tuner_s", "wall_s",
+          "assemble_s", "write_s", "report_s")
 
 
 def _min_ess(summary: dict) -> float:
@@ -99,10 +108,13 @@ def main(argv=None) -> int:
             print(f"pair {i}: bomcmc {a['wall_s']:.2f} s (min ESS {a['min_ess_bulk']:.0f}), "
                   f"NumPyro {b['wall_s']:.2f} s (min ESS {b['min_ess_bulk']:.0f})", flush=True)
     med = {k: float(np.median([r[k]["wall_s"] for r in rows])) for k in ("bomcmc", "numpyro")}
+    phases = {k: float(np.median([r["bomcmc"]["phases"][k] for r in rows])) for k in PHASES
+              if all(k in r["bomcmc"]["phases"] for r in rows)}
     result = {"rows": rows, "median_s": med, "ratio": med["bomcmc"] / med["numpyro"],
-              "load_average": os.getloadavg()}
+              "bomcmc_phases_median_s": phases, "load_average": os.getloadavg()}
     print(f"median: bomcmc {med['bomcmc']:.2f} s, NumPyro {med['numpyro']:.2f} s, ratio "
           f"{result['ratio']:.2f}; load average {result['load_average'][0]:.1f}")
+    print("bomcmc's run.json, median s: " + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     return 0
