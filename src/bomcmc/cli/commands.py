@@ -298,7 +298,8 @@ def preload_arviz():
     no Numba functions, which it compiles on import, and its figures take the NumPy path,
     which the run's checks take anyway (`diagnostics.checks.numpy_path`). The command's
     process uses ArviZ for nothing else; the Python API leaves ArviZ's Numba alone
-    (`driver.api._preload_arviz`)."""
+    (`driver.api._preload_arviz`). Numba stays importable while a model file loads: `sample`
+    calls this after loading one, `resume` of a run from one does not call it."""
     return import_in_thread("arviz", hide="numba")
 
 
@@ -333,7 +334,9 @@ def cmd_sample(args) -> int:
                               run_dir=args.out)
     if launched is not None:
         return launched
-    preload_arviz()
+    model = getattr(args, "model", None)
+    if model is None:
+        preload_arviz()
     import bomcmc
 
     bomcmc.enable_compilation_cache()
@@ -341,6 +344,8 @@ def cmd_sample(args) -> int:
     if out.exists() and not out.is_dir():
         raise bomcmc.BomcmcError(f"{out}: exists and is not a directory")
     kwargs = sample_kwargs(args)
+    if model is not None:  # once the model file, which may import Numba, is loaded
+        preload_arviz()
     sample = bomcmc.sample  # imported here, so that startup_s counts the import
     t_call = time.perf_counter()
     with _no_python_warnings():  # _report prints them, one line each
@@ -370,11 +375,12 @@ def cmd_resume(args) -> int:
     started = time.perf_counter()
     from .processes import join_or_launch
 
-    _check_run_dir(args.dir)
+    model = _check_run_dir(args.dir).get("model")
     launched = join_or_launch(args, chains=None, run_dir=args.dir)
     if launched is not None:
         return launched
-    preload_arviz()
+    if model is None:  # a model file, which resume loads again, may import Numba
+        preload_arviz()
     import bomcmc
 
     bomcmc.enable_compilation_cache()
