@@ -4,13 +4,16 @@
 defaults against NumPyro's NUTS as a user writes it, on logistic-german.
 
     python benchmarks/race.py --pairs 4 --out benchmarks/results/race-german.json
+    python benchmarks/race.py --pairs 4 --baseline /path/to/old/src   # two versions
 
 Both sides: 4 chains, 1000 warm-up and 1000 draws (bomcmc's warm-up is "auto", capped at
 1000), float32, the JAX compilation cache warm (one unrecorded run of each first). Runs
 alternate A B A B. NumPyro's side: the model below, `MCMC(NUTS(model), num_warmup=1000,
 num_samples=1000, num_chains=4, chain_method="vectorized")`, then ArviZ's bulk ESS (a user
 looks at a summary, as bomcmc's CLI prints one); its data from an .npz written beforehand.
-Reported: the median seconds of each side, their ratio, and each run's min bulk ESS.
+Reported: the median seconds of each side, their ratio, each run's min bulk ESS, and the
+median of bomcmc's seconds by phase from its run.json (startup_s: imports and JAX's start;
+the phases after it are timed inside the process; the interpreter's own start is not).
 """
 
 from __future__ import annotations
@@ -50,17 +53,29 @@ print(json.dumps({"min_ess_bulk": float(az.ess(idata, method="bulk")["beta"].min
 """
 
 
-def _bomcmc(tmp: Path, seed: int) -> dict:
-    out = tmp / "run"
+def _bomcmc(tmp: Path, seed: int, src: str | None = None) -> dict:
+    """bomcmc's CLI at its defaults; `src`: the source tree it imports (PYTHONPATH), else
+    the one this environment imports."""
+    out = tmp / ("run" if src is None else "run-baseline")
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = src
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "bomcmc", "sample", "--posterior",
                         "logistic-german", "--seed", str(seed), "--out", str(out),
-                        "--overwrite", "--json"], capture_output=True, text=True)
+                        "--overwrite", "--json"], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(p.stderr[-2000:])
     s = json.loads(p.stdout)
-    return {"wall_s": wall, "min_ess_bulk": _min_ess(s)}
+    run = json.loads((out / "run.json").read_text())
+    return {"wall_s": wall, "min_ess_bulk": _min_ess(s),
+            "phases": {k: run[k] for k in PHASES if k in run}}
+
+
+# run.json's seconds by phase, in the order the command spends them (docs/benchmarks.md)
+PHASES = ("startup_s", "prepare_s", "compile_s", "wall_s_warmup", "tuner_s", "wall_s",
+          "assemble_s", "write_s", "report_s")
 
 
 def _min_ess(summary: dict) -> float:
@@ -81,6 +96,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--baseline", default=None, metavar="SRC",
+                    help="another bomcmc source tree (a src/ directory), run in each pair "
+                         "too (A B C A B C ...), to compare two versions under the same load")
     args = ap.parse_args(argv)
     from bomcmc.datasets import girolami_logreg
 
@@ -90,19 +108,36 @@ def main(argv=None) -> int:
         np.savez(tmp / "german.npz", X=X, y=y)
         script = tmp / "numpyro_german.py"
         script.write_text(NUMPYRO)
+        sides = ["bomcmc", "numpyro"] + (["baseline"] if args.baseline else [])
         _bomcmc(tmp, 100), _numpyro(script, tmp / "german.npz", 100)  # warm the caches
+        if args.baseline:
+            _bomcmc(tmp, 100, args.baseline)
         rows = []
         for i in range(args.pairs):
-            a = _bomcmc(tmp, i)
-            b = _numpyro(script, tmp / "german.npz", i)
-            rows.append({"pair": i, "bomcmc": a, "numpyro": b})
-            print(f"pair {i}: bomcmc {a['wall_s']:.2f} s (min ESS {a['min_ess_bulk']:.0f}), "
-                  f"NumPyro {b['wall_s']:.2f} s (min ESS {b['min_ess_bulk']:.0f})", flush=True)
-    med = {k: float(np.median([r[k]["wall_s"] for r in rows])) for k in ("bomcmc", "numpyro")}
+            row = {"pair": i, "bomcmc": _bomcmc(tmp, i),
+                   "numpyro": _numpyro(script, tmp / "german.npz", i)}
+            if args.baseline:
+                row["baseline"] = _bomcmc(tmp, i, args.baseline)
+            rows.append(row)
+            print(f"pair {i}: " + ", ".join(f"{k} {row[k]['wall_s']:.2f} s (min ESS "
+                                             f"{row[k]['min_ess_bulk']:.0f})" for k in sides),
+                  flush=True)
+    med = {k: float(np.median([r[k]["wall_s"] for r in rows])) for k in sides}
+    phases = {side: {k: float(np.median([r[side]["phases"][k] for r in rows])) for k in PHASES
+                     if all(k in r[side]["phases"] for r in rows)}
+              for side in sides if side != "numpyro"}
     result = {"rows": rows, "median_s": med, "ratio": med["bomcmc"] / med["numpyro"],
-              "load_average": os.getloadavg()}
+              "bomcmc_phases_median_s": phases["bomcmc"], "load_average": os.getloadavg()}
+    if args.baseline:
+        result.update(baseline=args.baseline, baseline_ratio=med["baseline"] / med["numpyro"],
+                      baseline_phases_median_s=phases["baseline"])
     print(f"median: bomcmc {med['bomcmc']:.2f} s, NumPyro {med['numpyro']:.2f} s, ratio "
           f"{result['ratio']:.2f}; load average {result['load_average'][0]:.1f}")
+    if args.baseline:
+        print(f"baseline {args.baseline}: {med['baseline']:.2f} s, ratio "
+              f"{result['baseline_ratio']:.2f}")
+    for side, ph in phases.items():
+        print(f"{side}'s run.json, median s: " + ", ".join(f"{k} {v:.2f}" for k, v in ph.items()))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     return 0

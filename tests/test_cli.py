@@ -96,6 +96,36 @@ def test_sample_writes_run_directory(run_dir):
             cfg["seed"], cfg["chunk_size"]) == ("gauss-2d-corr", "hmc", 2, 50, 20, 3, 20)
 
 
+def test_exit_now_flushes_runs_exit_handlers_and_keeps_the_status():
+    """The command's process skips the interpreter's teardown (`cli.main.exit_now`), and
+    still flushes its output, joins its threads, runs its exit handlers and exits with the
+    command's status."""
+    code = ("import atexit, sys, threading, time\n"
+            "from bomcmc.cli.main import exit_now\n"
+            "atexit.register(lambda: print('handler', file=sys.stderr))\n"
+            "threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n"
+            "print('out', end='')\n"
+            "exit_now(3)\n")
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "outthread\n", "handler\n")
+
+
+def test_exit_now_exits_as_python_does_under_a_profiler():
+    """cProfile writes its report after the command returns: under a profiler (or a tracer:
+    coverage, a debugger) `exit_now` leaves by Python's own exit."""
+    code = ("import sys\n"
+            "from bomcmc.cli.main import exit_now\n"
+            "sys.setprofile(lambda *a: None)\n"
+            "try:\n    exit_now(3)\n"
+            "except SystemExit as e:\n    sys.setprofile(None)\n    print('exit', e.code)\n")
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, "exit 3\n"), proc.stderr
+
+
 def test_summary_json(run_dir, cache_dir):
     out, _ = run_dir
     proc = run_cli(cache_dir, "summary", out, "--json")
@@ -321,16 +351,21 @@ def test_plot_labels_and_files(tmp_path):
 
 
 def test_the_console_script_entry_point_resolves():
-    """pyproject's `bomcmc = "module:function"` names a callable main (a refactor once left
-    it pointing at a package)."""
+    """pyproject's `bomcmc = "module:function"` names a callable that runs the command line
+    (a refactor once left it pointing at a package). It ends its process (`exit_now`), so it
+    runs in one, as the installed script calls it."""
     import importlib
     import tomllib
     from pathlib import Path
 
     meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     module, _, attr = meta["project"]["scripts"]["bomcmc"].partition(":")
-    fn = getattr(importlib.import_module(module), attr)
-    assert callable(fn) and fn(["--version"]) == 0
+    assert callable(getattr(importlib.import_module(module), attr))
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    proc = subprocess.run([sys.executable, "-c", f"import sys; from {module} import {attr}; "
+                           f"sys.exit({attr}())", "--version"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("bomcmc "), proc
 
 
 def test_arviz_plots_mark_divergences_and_draw_the_energy(tmp_path):
@@ -394,3 +429,22 @@ def test_spin_samplers_from_the_command_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "samples spin models" in err
     assert not (tmp_path / "bad" / "idata.nc").exists()
+
+
+def test_import_in_thread_hides_a_module_until_done(tmp_path, monkeypatch):
+    """The command imports ArviZ in a thread with Numba hidden (`commands.preload_arviz`):
+    the module imported sees the hidden one as absent, which is importable again after."""
+    from bomcmc.cli import commands
+
+    (tmp_path / "bomcmc_probe_hidden.py").write_text("")
+    (tmp_path / "bomcmc_probe.py").write_text(
+        "try:\n    import bomcmc_probe_hidden\n    FOUND = True\n"
+        "except ImportError:\n    FOUND = False\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("bomcmc_probe", "bomcmc_probe_hidden"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    commands.import_in_thread("bomcmc_probe", hide="bomcmc_probe_hidden").join()
+    assert sys.modules["bomcmc_probe"].FOUND is False
+    assert "bomcmc_probe_hidden" not in sys.modules
+    import bomcmc_probe_hidden  # noqa: F401
+    assert commands.import_in_thread("bomcmc_probe", hide="bomcmc_probe_hidden") is None

@@ -253,3 +253,31 @@ def test_a_run_and_its_summary_compute_the_convergence_figures_once(monkeypatch)
     afresh = summary.summarize(res.idata, res.totals, res.advice)
     assert len(calls) == 2
     assert json.dumps(once, sort_keys=True) == json.dumps(afresh, sort_keys=True)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-6)])
+def test_convergence_figures_are_arvizs_without_its_numba_functions(monkeypatch, dtype, rtol):
+    """The run's ESS, MCSE and R-hat are ArviZ's, by its NumPy path (`checks.numpy_path`):
+    equal to its default path's to rounding, with the Numba functions that path compiles in
+    every process never called, and ArviZ's own setting left as it was."""
+    from arviz.stats import diagnostics as az_diag
+    from arviz.utils import Numba
+
+    from bomcmc.diagnostics import checks
+
+    idata = _idata(seed=3)
+    idata.posterior["x"] = idata.posterior["x"].astype(dtype)
+    ds = idata.posterior
+    default = {"ess_bulk": az.ess(ds, method="bulk"), "ess_tail": az.ess(ds, method="tail"),
+               "mcse_mean": az.mcse(ds, method="mean"), "r_hat": az.rhat(ds)}
+    flag = Numba.numba_flag
+
+    def numba_variance(*args, **kwargs):
+        raise AssertionError("ArviZ's Numba variance was called")
+
+    monkeypatch.setattr(az_diag, "svar", numba_variance)
+    figures = checks.convergence(idata)
+    assert check_run(idata, figures=figures) == []
+    assert Numba.numba_flag == flag
+    for key, value in default.items():
+        np.testing.assert_allclose(figures[key]["x"].values, value["x"].values, rtol=rtol)

@@ -242,14 +242,23 @@ not_a_model = 3
 def test_cli_model_file_sample_and_resume(tmp_path, monkeypatch, capsys, compilation_cache):
     import arviz as az
 
+    from bomcmc.cli import commands
+    from bomcmc.models import model_file
+
     monkeypatch.setenv("BOMCMC_NO_CACHE", "1")  # the fixture's cache is on; leave it as is
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my_model.py").write_text(MODEL_FILE)
+    # ArviZ is imported with Numba hidden (`commands.preload_arviz`) only once a model file,
+    # which may import Numba, is loaded, and not by the resume of a run from one
+    events, load = [], model_file.load
+    monkeypatch.setattr(commands, "preload_arviz", lambda: events.append("preload"))
+    monkeypatch.setattr(model_file, "load", lambda spec: (events.append("load"), load(spec))[1])
     argv = ["sample", "--model", "my_model.py:model", "--sampler", "nuts", "--chains", "2",
             "--draws", "100", "--warmup", "100", "--chunk-size", "50", "--float64",
             "--no-progress", "--json", "--out"]
     assert cli.main(argv + ["run"]) == 0
     summary = json.loads(capsys.readouterr().out)
+    assert events == ["load", "preload"]
     assert set(summary["variables"]) == {"theta", "odds"}
     cfg = json.loads((tmp_path / "run" / "config.json").read_text())
     assert cfg["model"] == f"{tmp_path / 'my_model.py'}:model"
@@ -263,7 +272,9 @@ def test_cli_model_file_sample_and_resume(tmp_path, monkeypatch, capsys, compila
     chunks = sorted((tmp_path / "cut" / "chunks").iterdir())
     for p in [chunks[-1], tmp_path / "cut" / "idata.nc", tmp_path / "cut" / "run.json"]:
         p.unlink()
+    events.clear()
     assert cli.main(["resume", "cut", "--no-progress", "--json"]) == 0
+    assert events == ["load"]
     capsys.readouterr()
     resumed = az.from_netcdf(tmp_path / "cut" / "idata.nc")
     np.testing.assert_array_equal(resumed.posterior["theta"].values,

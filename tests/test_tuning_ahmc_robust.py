@@ -142,3 +142,34 @@ def test_window_regularisation_keeps_small_scales_and_their_correlations():
     stuck[2, :] = stuck[:, 2] = 0.0
     np.linalg.cholesky(regularize(stuck, 240))
     assert np.all(regularize(np.diag(stuck), 240) > 0)
+
+
+def test_laplace_metric_compiles_two_programs():
+    """The Laplace metric's Hessian and its log density at the starts are each one compiled
+    program: the log density dispatched op by op lowered a program for every op (12 for a
+    logistic regression), each paid again in every process."""
+    import jax.numpy as jnp
+    from jax import monitoring
+
+    from bomcmc.kernels.hmc import HMCKnobs
+
+    X = jnp.asarray(np.random.default_rng(0).normal(size=(37, 7)))  # shapes no other test has
+
+    def f(b):
+        return -jnp.sum(jnp.logaddexp(0.0, -(X @ b))) - 0.5 * jnp.sum(b * b)
+
+    lowered = []
+
+    def listen(event, duration, **kwargs):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(event)
+
+    starts = jnp.asarray(np.zeros((4, 7)) + 0.01 * np.arange(4)[:, None])
+    knobs = HMCKnobs(np.full(4, 0.1), np.full(4, 5), np.ones((4, 7)), np.ones(4, bool))
+    state, knobs = learned_metric.shape_metric(learned_metric.MetricState(), "auto", knobs)
+    monitoring.register_event_duration_secs_listener(listen)
+    try:
+        learned_metric.laplace_metric(state, "auto", knobs, f, starts)
+    finally:
+        monitoring.unregister_event_duration_listener(listen)
+    assert len(lowered) == 2, len(lowered)

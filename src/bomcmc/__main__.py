@@ -1,8 +1,6 @@
 """`python -m bomcmc ...`: the same as the `bomcmc` command."""
 
-import sys
-
-from .cli.main import main
+from .cli.main import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

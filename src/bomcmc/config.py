@@ -141,9 +141,11 @@ def _date_undated_entries(d: Path) -> None:
         import filelock
 
         with filelock.FileLock(d / ".lockfile", timeout=10):
-            for entry in d.glob("*-cache"):
-                atime = entry.with_name(entry.name[: -len("-cache")] + "-atime")
-                if not atime.exists():
+            names = {e.name for e in os.scandir(d)}  # one listing, not a stat per entry
+            for name in names:
+                if name.endswith("-cache") and name[: -len("-cache")] + "-atime" not in names:
+                    entry = d / name
+                    atime = d / (name[: -len("-cache")] + "-atime")
                     atime.write_bytes(entry.stat().st_mtime_ns.to_bytes(8, "little"))
     except Exception:  # noqa: BLE001 - a cache that cannot be repaired still works for reads
         pass

@@ -292,6 +292,40 @@ def warnings_as_lines():
             sys.stderr.flush()
 
 
+def preload_arviz():
+    """Import ArviZ in a thread while the run prepares, compiles and samples (the run's
+    InferenceData is assembled at its end), with Numba hidden from it: ArviZ then sets up
+    no Numba functions, which it compiles on import, and its figures take the NumPy path,
+    which the run's checks take anyway (`diagnostics.checks.numpy_path`). The command's
+    process uses ArviZ for nothing else; the Python API leaves ArviZ's Numba alone
+    (`driver.api._preload_arviz`). Numba stays importable while a model file loads: `sample`
+    calls this after loading one, `resume` of a run from one does not call it."""
+    return import_in_thread("arviz", hide="numba")
+
+
+def import_in_thread(module: str, hide: str):
+    """Start importing `module` in a daemon thread (returned; None where it is imported
+    already) with the module `hide` unimportable until it is done, as if not installed."""
+    import threading
+
+    if module in sys.modules:
+        return None
+    hidden = hide not in sys.modules
+    if hidden:
+        sys.modules[hide] = None  # `import hide` raises ImportError
+
+    def load() -> None:
+        try:
+            __import__(module)
+        finally:
+            if hidden and hide in sys.modules and sys.modules[hide] is None:
+                del sys.modules[hide]
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    return thread
+
+
 def cmd_sample(args) -> int:
     started = time.perf_counter()
     from .processes import join_or_launch
@@ -300,6 +334,9 @@ def cmd_sample(args) -> int:
                               run_dir=args.out)
     if launched is not None:
         return launched
+    model = getattr(args, "model", None)
+    if model is None:
+        preload_arviz()
     import bomcmc
 
     bomcmc.enable_compilation_cache()
@@ -307,10 +344,12 @@ def cmd_sample(args) -> int:
     if out.exists() and not out.is_dir():
         raise bomcmc.BomcmcError(f"{out}: exists and is not a directory")
     kwargs = sample_kwargs(args)
+    if model is not None:  # once the model file, which may import Numba, is loaded
+        preload_arviz()
+    sample = bomcmc.sample  # imported here, so that startup_s counts the import
     t_call = time.perf_counter()
     with _no_python_warnings():  # _report prints them, one line each
-        result = bomcmc.sample(**kwargs, chain_block=args.chain_block,
-                               shard_data=args.shard_data)
+        result = sample(**kwargs, chain_block=args.chain_block, shard_data=args.shard_data)
     if result.idata is not None:  # process 0 of a run over several processes reports
         _report(result, Path(result.path or out), args, started=started)
         _record_command_times(result, t_call)
@@ -336,16 +375,19 @@ def cmd_resume(args) -> int:
     started = time.perf_counter()
     from .processes import join_or_launch
 
-    _check_run_dir(args.dir)
+    model = _check_run_dir(args.dir).get("model")
     launched = join_or_launch(args, chains=None, run_dir=args.dir)
     if launched is not None:
         return launched
+    if model is None:  # a model file, which resume loads again, may import Numba
+        preload_arviz()
     import bomcmc
 
     bomcmc.enable_compilation_cache()
+    resume = bomcmc.resume  # imported here, so that startup_s counts the import
     t_call = time.perf_counter()
     with _no_python_warnings():
-        result = bomcmc.resume(args.dir, progress=False if args.no_progress else None)
+        result = resume(args.dir, progress=False if args.no_progress else None)
     if result.idata is not None:
         _report(result, Path(result.path or args.dir), args, started=started)
         _record_command_times(result, t_call)

@@ -354,6 +354,36 @@ def main(argv: list[str] | None = None) -> int:
                      EXIT_INTERNAL, kind="internal error")
 
 
+def entry() -> None:
+    """The process's command (the `bomcmc` script, `python -m bomcmc`): `main`, then
+    `exit_now` with its status."""
+    exit_now(main())
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code` once its output is flushed, its non-daemon threads joined
+    and its exit handlers run, as Python's exit does, but without the interpreter's teardown
+    (freeing the modules and objects of JAX, XLA, xarray and ArviZ one by one), which the
+    user would wait for after the command has finished. Where the output cannot be flushed
+    (a closed pipe), or a profiler or tracer (cProfile, coverage, a debugger) is watching,
+    whose report comes after the command returns, Python's own exit handles it."""
+    import atexit
+    import threading
+
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)
+    shutdown = getattr(threading, "_shutdown", None)  # joins non-daemon threads, as exit does
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 def _interrupted_message(args) -> str:
     run_dir = getattr(args, "out", None) or getattr(args, "dir", None)
     if getattr(args, "command", None) in ("sample", "resume") and run_dir is not None \
@@ -369,4 +399,4 @@ def _is_bomcmc_error(e: BaseException) -> bool:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

@@ -94,10 +94,28 @@ class SamplingWarning(UserWarning):
 
 @contextlib.contextmanager
 def quiet():
-    """ArviZ and numpy warn on 0/0 (constant chains, too few draws) where the result is NaN."""
-    with warnings.catch_warnings():
+    """ArviZ and numpy warn on 0/0 (constant chains, too few draws) where the result is NaN.
+    ArviZ's estimators called inside take their NumPy path (`numpy_path`)."""
+    with warnings.catch_warnings(), numpy_path():
         warnings.simplefilter("ignore", RuntimeWarning)
         yield
+
+
+@contextlib.contextmanager
+def numpy_path():
+    """ArviZ's estimators (ESS, R-hat, MCSE, E-BFMI) by their NumPy path instead of their
+    Numba one, whose functions Numba compiles anew in every process, which takes longer than
+    computing the figures. The two paths are the same estimators and differ by rounding, in
+    the variances: NumPy's two-pass `var` against a one-pass sum of squares in the data's
+    precision (tests/test_diagnostics_checks.py compares them)."""
+    from arviz.utils import Numba
+
+    flag = Numba.numba_flag
+    Numba.numba_flag = False
+    try:
+        yield
+    finally:
+        Numba.numba_flag = flag
 
 
 def convergence(idata, group: str = "posterior") -> dict:

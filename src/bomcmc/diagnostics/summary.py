@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from .checks import FUNCTION_SPACE, check_run, convergence, frozen, function_space, kept, quiet
+from .checks import (FUNCTION_SPACE, check_run, convergence, frozen, function_space, kept,
+                     numpy_path, quiet)
 
 
 def clean_json(x):
@@ -70,7 +71,8 @@ def flat_ess(idata, method: str = "bulk") -> np.ndarray:
     """ESS of every scalar coordinate of every posterior variable, as one vector."""
     import arviz as az
 
-    ess = az.ess(idata, method=method)
+    with numpy_path():
+        ess = az.ess(idata, method=method)
     return np.concatenate([np.asarray(ess[v]).ravel() for v in ess.data_vars])
 
 

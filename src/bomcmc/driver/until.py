@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..diagnostics.checks import RHAT_MAX
+from ..diagnostics.checks import RHAT_MAX, numpy_path
 from ..diagnostics.summary import flat_ess
 from ..tuning.base import SAMPLING
 
@@ -54,7 +54,8 @@ def precision(positions: np.ndarray) -> Precision:
     ds = az.convert_to_dataset({"x": np.asarray(positions, np.float64)})
     bulk = np.nan_to_num(flat_ess(ds, "bulk"), nan=0.0)
     tail = np.nan_to_num(flat_ess(ds, "tail"), nan=0.0)
-    rhat = np.nan_to_num(az.rhat(ds)["x"].values, nan=math.inf)
+    with numpy_path():
+        rhat = np.nan_to_num(az.rhat(ds)["x"].values, nan=math.inf)
     return Precision(int(positions.shape[1]), float(bulk.min()), float(tail.min()),
                      float(rhat.max()))
 

@@ -101,7 +101,8 @@ def shape_metric(state: MetricState, mass: str, knobs) -> tuple[MetricState, obj
     return state._replace(dense_knob=dense), knobs
 
 
-# each log density's compiled Hessian (by identity), traced once per process
+# each log density's compiled Hessian and log density over chains (by identity), traced
+# once per process: the log density dispatched op by op compiled a program for every op
 _HESSIANS = Latest(4)
 
 
@@ -121,9 +122,11 @@ def laplace_metric(state: MetricState, mass: str, knobs, logdensity_fn,
     # the log density at each start counted as one more
     grads = (2 * x.shape[-1] + 1) * x.shape[0]
     try:
-        hess = _HESSIANS.get_or_build(id(logdensity_fn), lambda: jax.jit(jax.vmap(
-            jax.hessian(logdensity_fn))), keep=(logdensity_fn,))(x)
-        near = near_the_mode(np.asarray(jax.vmap(logdensity_fn)(x), np.float64), x.shape[-1])
+        hessian, logp = _HESSIANS.get_or_build(id(logdensity_fn), lambda: (
+            jax.jit(jax.vmap(jax.hessian(logdensity_fn))), jax.jit(jax.vmap(logdensity_fn))),
+            keep=(logdensity_fn,))
+        hess = hessian(x)
+        near = near_the_mode(np.asarray(logp(x), np.float64), x.shape[-1])
         h = -np.mean(np.asarray(hess, np.float64)[near], axis=0)
         cov = np.linalg.inv(0.5 * (h + h.T))
         np.linalg.cholesky(cov)
