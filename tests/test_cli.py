@@ -103,13 +103,14 @@ def test_exit_now_flushes_runs_exit_handlers_and_keeps_the_status():
     code = ("import atexit, sys, threading, time\n"
             "from bomcmc.cli.main import exit_now\n"
             "atexit.register(lambda: print('handler', file=sys.stderr))\n"
+            "atexit.register(lambda: print('bye', end=''))\n"
             "threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n"
             "print('out', end='')\n"
             "exit_now(3)\n")
     env = dict(os.environ, PYTHONPATH=str(SRC))
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=60)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "outthread\n", "handler\n")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "outthread\nbye", "handler\n")
 
 
 def test_exit_now_exits_as_python_does_under_a_profiler():

@@ -92,8 +92,8 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | No
     compiled code instead of compiling it again. The directory is `path`, else
     $BOMCMC_CACHE_DIR/jax, else the user cache directory (~/.cache/bomcmc/jax); a size cap
     ($BOMCMC_CACHE_MAX_BYTES, else 4 GiB; `_cache_cap`) makes JAX evict old entries and take
-    a file lock around every read and write, so several processes can share it. Returns the directory, or None if disabled with BOMCMC_NO_CACHE=1
-    or the directory cannot be made."""
+    a file lock around every read and write, so several processes can share it. Returns the
+    directory, or None if disabled with BOMCMC_NO_CACHE=1 or the directory cannot be made."""
     if os.environ.get("BOMCMC_NO_CACHE"):
         return None
     d = Path(path) if path is not None else cache_dir() / "jax"

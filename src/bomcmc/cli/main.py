@@ -381,6 +381,11 @@ def exit_now(code: int) -> None:
     if shutdown is not None:
         shutdown()
     atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()  # what the exit handlers printed
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
     os._exit(code)
 
 
