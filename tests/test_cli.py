@@ -107,9 +107,7 @@ def test_exit_now_flushes_runs_exit_handlers_and_keeps_the_status():
             "threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n"
             "print('out', end='')\n"
             "exit_now(3)\n")
-    env = dict(os.environ, PYTHONPATH=str(SRC))
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = _python(code)
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, "outthread\nbye", "handler\n")
 
 
@@ -121,10 +119,13 @@ def test_exit_now_exits_as_python_does_under_a_profiler():
             "sys.setprofile(lambda *a: None)\n"
             "try:\n    exit_now(3)\n"
             "except SystemExit as e:\n    sys.setprofile(None)\n    print('exit', e.code)\n")
-    env = dict(os.environ, PYTHONPATH=str(SRC))
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = _python(code)
     assert (proc.returncode, proc.stdout) == (0, "exit 3\n"), proc.stderr
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(SRC)),
+                          capture_output=True, text=True, timeout=60)
 
 
 def test_summary_json(run_dir, cache_dir):
