@@ -162,7 +162,7 @@ CHOO_KNOBS = dict(step_size=0.3, eta_ratio=0.5)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_dynamical_b_with_choos_estimate_matches_the_exact_posterior(seed):
     """As test_kernels_choo_dynamics's exact test (Bonferroni bound 3.9), with Choo's
-    estimate and η_h = η_p/2. Measured worst |z|: 0.7 and 2.2 (seeds 0, 1)."""
+    estimate and η_h = η_p/2. Measured worst |z|: 1.5 and 2.7 (seeds 0, 1)."""
     z, bound = _exact_z(DynamicalB(_linear()[0], hyper_curvature="choo"), seed, **CHOO_KNOBS)
     for name, (z_mean, z_var) in z.items():
         assert np.all(np.abs(z_mean) < bound), (name, z_mean)
@@ -170,9 +170,9 @@ def test_dynamical_b_with_choos_estimate_matches_the_exact_posterior(seed):
 
 
 def test_choos_estimate_at_the_current_lambda_fails_the_same_test():
+    """Measured: z of the mean of log τ_io −9.4 and −10.7 (seeds 0, 1)."""
     z, bound = _exact_z(ChooAtCurrentLambda(_linear()[0]), 0, **CHOO_KNOBS)
-    worst = max(float(np.max(np.abs(v))) for pair in z.values() for v in pair)
-    assert worst > bound, z
+    assert abs(float(z["log_tau.io"][0][0])) > 2 * bound, z
 
 
 def test_eta_hyper_scales_only_the_hyperparameters_steps():
