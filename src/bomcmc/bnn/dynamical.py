@@ -136,16 +136,15 @@ def choo_weight_group_curvatures(blocks, u: dict, hat: dict) -> dict:
     X = jnp.asarray(model.inputs(), dtype)
     hs = unit_values(model, w, X)
     d2 = unit_curvatures(model, w, output_curvature(model, hat, dtype))
-    keys = {name: key for name, key in blocks.scaled.items()}
 
     def loss(lam):
         lt = {**hat, **lam}
         return -model.log_likelihood(blocks.to_centred({"log_tau": lt, "u": u}))
 
-    d_loss = jax.grad(loss)({key: hat[key] for key in keys.values()})
+    d_loss = jax.grad(loss)({key: hat[key] for key in blocks.scaled.values()})
     alpha = {g.key0: g.a0 for g in model._all_groups() if g.key0}
     out = {}
-    for name, key in keys.items():
+    for name, key in blocks.scaled.items():
         second = second_order_term(contribution(model, w, hs, name),
                                    d2[destination(model, name)], model.case_weights)
         out[key] = alpha[key] / 2 - 0.5 * d_loss[key] + second
