@@ -136,6 +136,40 @@ def run_method(model, method, starts, steps, eta, n_f, n_s, seed, eta_ratio=1.0)
                          chunk_size=min(transitions // thin, 500), **knobs)
 
 
+def rejection_vs_l(h: int, eta: float = 0.32, ratios=(1.0, 0.01), ls=(17, 66, 266, 533),
+                   chains: int = 20, transitions: int = 15, seed: int = 5) -> list[dict]:
+    """Choo 2000 §6.2.3, Fig. 6.6: B's rejection rate against L at η_p = `eta` for each
+    η_h/η_p in `ratios`, both estimates of the hyperparameters' curvature; `chains` starts
+    from Neal's scheme after 3000 transitions, `transitions` per (L, ratio)."""
+    model = choo_model(h)
+    ref = bomcmc.sample(model.posterior(), sampler=neal_sampler(model), chains=chains, draws=1,
+                        warmup=3000, seed=seed, progress=False, step_size=0.3, steps=40,
+                        random_steps=True, chunk_size=500)
+    post = ref.idata.posterior
+    tree = model.init_position()
+    starts = {part: {k: np.asarray(post[f"{part}.{k}"].values)[:, -1] for k in tree[part]}
+              for part in ("log_tau", "w")}
+    first = jax.tree_util.tree_map(lambda a: a[0], starts)
+    rows = []
+    for estimate in ("choo", "gauss_newton"):
+        blocks = DynamicalB(model, hyper_curvature=estimate)
+        init = jax.tree_util.tree_map(np.asarray, jax.vmap(blocks.to_noncentred)(starts))
+        posterior = dataclasses.replace(blocks.posterior(init=first), chain_inits=init)
+        for ratio in ratios:
+            rej = []
+            for steps in ls:
+                res = bomcmc.sample(posterior, sampler=dynamical_sampler(blocks), chains=chains,
+                                    draws=transitions, warmup=0, seed=seed + 2, progress=False,
+                                    step_size=eta, steps=steps, eta_ratio=ratio,
+                                    chunk_size=transitions, adapt=None)
+                rej.append(1 - float(res.idata.sample_stats.acceptance_rate.mean()))
+            rows.append({"estimate": estimate, "eta_p": eta, "ratio": ratio, "L": list(ls),
+                         "rejection": rej})
+            print(f"{estimate} η_p={eta} η_h/η_p={ratio}: rejection "
+                  + ", ".join(f"L={n}: {r:.2f}" for n, r in zip(ls, rej)), flush=True)
+    return rows
+
+
 def measure(res, truth, strata, p, n_s):
     ls = log_sigma(res.idata)
     n = ls["ih0"].shape[1]
@@ -272,6 +306,9 @@ def main(argv=None):
                          "file found (e.g. a grid at a smaller --scale)")
     ap.add_argument("--eta-ratio", type=float, default=1.0,
                     help="η_h/η_p of dyn_b_choo (Choo 2000 ch. 5: 1)")
+    ap.add_argument("--rejection-vs-l", action="store_true",
+                    help="only Fig. 6.6: B's rejection against L for η_h/η_p = 1 and 1/100 at "
+                         "the first --hidden size")
     ap.add_argument("--out", required=True, help="results JSON")
     ap.add_argument("--plot", metavar="DIR", help="only draw the figures of --out into DIR")
     args = ap.parse_args(argv)
@@ -280,6 +317,10 @@ def main(argv=None):
         print(table(args.out))
         return
     bomcmc.enable_compilation_cache()
+    if args.rejection_vs_l:
+        rows = rejection_vs_l(int(args.hidden.split(",")[0]))
+        Path(args.out).write_text(json.dumps(rows, indent=1))
+        return
     n_f = int(N_F * args.scale)
     previous = json.loads(Path(args.best_from).read_text()) if args.best_from else None
     out = {"n_f": n_f, "n_s": args.ns, "grid": args.grid, "sizes": {},
