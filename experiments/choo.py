@@ -15,6 +15,14 @@ its best grid point with a new seed (Table 5.12) and the methods' g are compared
 bootstrap ratios (§5.7). The adaptive samplers (`ahmc_gibbs`, `ahmc_dyn_b`: the GP bandit
 over (η, L) during the run) get the same budgets. `--scale` shrinks N_f (1 = Choo's
 614 400 leapfrog steps per Gibbs chain).
+
+Dynamical B comes in two variants here: `dyn_b` (and `ahmc_dyn_b`) with the Gauss–Newton
+estimate of the log-precisions' curvature, which the results files before the thesis's own
+estimate existed were made with, and `dyn_b_choo` with Choo's estimate (eqs. 4.37–4.43, the
+library's default) and η_h = `--eta-ratio`·η_p:
+
+    python experiments/choo.py --hidden 8,12,16,20 --grid choo --scale 0.25 \
+        --best-from benchmarks/results/choo-thesis-grid-scale0.25.json --out B.json
 """
 
 from __future__ import annotations
@@ -38,13 +46,19 @@ from bomcmc.diagnostics.variance_of_means import (bootstrap_interval, combined,
 
 HYPERS = ("noise", "ih0", "ho", "bh0", "bo")  # δ, u, v, a, b in Choo's order
 G_OF = [0, 1, 2, 3]  # g = (ρ_δ ρ_u ρ_v ρ_a)^¼: the output bias left out (Choo 2000 §5.3)
-COST = {"gibbs": 1, "dyn_a": 2, "dyn_b": 3, "ahmc_gibbs": 1, "ahmc_dyn_b": 3}  # Table 5.5
+COST = {"gibbs": 1, "dyn_a": 2, "dyn_b": 3, "dyn_b_choo": 3, "ahmc_gibbs": 1,
+        "ahmc_dyn_b": 3}  # Table 5.5
+CURVATURE = {"dyn_b": "gauss_newton", "ahmc_dyn_b": "gauss_newton", "dyn_b_choo": "choo"}
 GRIDS = {  # (L values, η values); Choo's optima (Table 5.11) lie on these grids
     "small": {"gibbs": ([50, 200], [0.283, 0.4]), "dyn_a": ([25, 100], [0.32, 0.453]),
               "dyn_b": ([17, 66], [0.08, 0.16])},
     "thesis": {"gibbs": ([25, 50, 100, 200, 400], [0.2, 0.283, 0.4, 0.566]),
                "dyn_a": ([25, 50, 100, 200], [0.226, 0.32, 0.453, 0.64]),
                "dyn_b": ([17, 33, 66, 133, 266, 533], [0.04, 0.08, 0.16, 0.32])},
+    # the thesis's Dynamical B against the earlier optima of Gibbs and Gauss–Newton B
+    # (`--best-from` a thesis-grid file)
+    "choo": {"gibbs": ([], []), "dyn_b": ([], []),
+             "dyn_b_choo": ([17, 66, 266], [0.04, 0.08, 0.16])},
 }
 THESIS_G = {  # Table 5.12: g at the optimum, and Table 5.11's (L, η)
     8: {"gibbs": (0.0784, 200, 0.4), "dyn_a": (0.1039, 25, 0.64), "dyn_b": (0.0683, 533, 0.04)},
@@ -89,17 +103,21 @@ def starts_from(model, res, n=50, n_in_g=10, seed=0):
     return starts, flat_g[idx], float(in_g.mean())
 
 
-def run_method(model, method, starts, steps, eta, n_f, n_s, seed):
-    """Chains from `starts` for n_f / COST leapfrog steps each, N_s kept draws."""
+def run_method(model, method, starts, steps, eta, n_f, n_s, seed, eta_ratio=1.0):
+    """Chains from `starts` for n_f / COST leapfrog steps each, N_s kept draws; Dynamical B
+    with the estimate CURVATURE names and η_h = eta_ratio·η (`dyn_b_choo` only)."""
     budget = n_f // COST[method]
     first = jax.tree_util.tree_map(lambda a: a[0], starts)
     chains = len(starts["w"]["ih0"])
     knobs = dict(step_size=eta, steps=steps)
+    if method == "dyn_b_choo":
+        knobs["eta_ratio"] = eta_ratio
     if method in ("gibbs", "ahmc_gibbs"):
         post = dataclasses.replace(model.posterior(init=first), chain_inits=starts)
         sampler = neal_sampler(model) if method == "gibbs" else ahmc_gibbs_sampler(model)
     else:
-        blocks = DynamicalA(model) if method == "dyn_a" else DynamicalB(model)
+        blocks = (DynamicalA(model) if method == "dyn_a"
+                  else DynamicalB(model, hyper_curvature=CURVATURE[method]))
         init = starts if method == "dyn_a" else jax.vmap(blocks.to_noncentred)(starts)
         post = dataclasses.replace(blocks.posterior(init=first),
                                    chain_inits=jax.tree_util.tree_map(np.asarray, init))
@@ -116,6 +134,40 @@ def run_method(model, method, starts, steps, eta, n_f, n_s, seed):
     return bomcmc.sample(post, sampler=sampler, chains=chains, draws=transitions // thin,
                          warmup=0, seed=seed, thin=thin, progress=False,
                          chunk_size=min(transitions // thin, 500), **knobs)
+
+
+def rejection_vs_l(h: int, eta: float = 0.32, ratios=(1.0, 0.01), ls=(17, 66, 266, 533),
+                   chains: int = 20, transitions: int = 15, seed: int = 5) -> list[dict]:
+    """Choo 2000 §6.2.3, Fig. 6.6: B's rejection rate against L at η_p = `eta` for each
+    η_h/η_p in `ratios`, both estimates of the hyperparameters' curvature; `chains` starts
+    from Neal's scheme after 3000 transitions, `transitions` per (L, ratio)."""
+    model = choo_model(h)
+    ref = bomcmc.sample(model.posterior(), sampler=neal_sampler(model), chains=chains, draws=1,
+                        warmup=3000, seed=seed, progress=False, step_size=0.3, steps=40,
+                        random_steps=True, chunk_size=500)
+    post = ref.idata.posterior
+    tree = model.init_position()
+    starts = {part: {k: np.asarray(post[f"{part}.{k}"].values)[:, -1] for k in tree[part]}
+              for part in ("log_tau", "w")}
+    first = jax.tree_util.tree_map(lambda a: a[0], starts)
+    rows = []
+    for estimate in ("choo", "gauss_newton"):
+        blocks = DynamicalB(model, hyper_curvature=estimate)
+        init = jax.tree_util.tree_map(np.asarray, jax.vmap(blocks.to_noncentred)(starts))
+        posterior = dataclasses.replace(blocks.posterior(init=first), chain_inits=init)
+        for ratio in ratios:
+            rej = []
+            for steps in ls:
+                res = bomcmc.sample(posterior, sampler=dynamical_sampler(blocks), chains=chains,
+                                    draws=transitions, warmup=0, seed=seed + 2, progress=False,
+                                    step_size=eta, steps=steps, eta_ratio=ratio,
+                                    chunk_size=transitions, adapt=None)
+                rej.append(1 - float(res.idata.sample_stats.acceptance_rate.mean()))
+            rows.append({"estimate": estimate, "eta_p": eta, "ratio": ratio, "L": list(ls),
+                         "rejection": rej})
+            print(f"{estimate} η_p={eta} η_h/η_p={ratio}: rejection "
+                  + ", ".join(f"L={n}: {r:.2f}" for n, r in zip(ls, rej)), flush=True)
+    return rows
 
 
 def measure(res, truth, strata, p, n_s):
@@ -192,7 +244,8 @@ def plot(path: str, outdir: str) -> list[str]:
     axes[0].set_xticks([int(h) for h in sizes])
     axes[0].legend(fontsize=7)
     pairs = [q for q in ("gibbs/dyn_b", "dyn_a/dyn_b", "gibbs/dyn_a", "gibbs/ahmc_gibbs",
-                         "dyn_b/ahmc_dyn_b") if q in res["sizes"][sizes[0]]["ratios"]]
+                         "dyn_b/ahmc_dyn_b", "gibbs/dyn_b_choo", "dyn_b/dyn_b_choo")
+             if q in res["sizes"][sizes[0]]["ratios"]]
     for k, pair in enumerate(pairs):
         vals = [res["sizes"][h]["ratios"].get(pair) for h in sizes]
         hs = [int(h) for h, v in zip(sizes, vals) if v]
@@ -251,6 +304,11 @@ def main(argv=None):
     ap.add_argument("--best-from", metavar="JSON",
                     help="skip the grid: re-run each method at the optimum an earlier results "
                          "file found (e.g. a grid at a smaller --scale)")
+    ap.add_argument("--eta-ratio", type=float, default=1.0,
+                    help="η_h/η_p of dyn_b_choo (Choo 2000 ch. 5: 1)")
+    ap.add_argument("--rejection-vs-l", action="store_true",
+                    help="only Fig. 6.6: B's rejection against L for η_h/η_p = 1 and 1/100 at "
+                         "the first --hidden size")
     ap.add_argument("--out", required=True, help="results JSON")
     ap.add_argument("--plot", metavar="DIR", help="only draw the figures of --out into DIR")
     args = ap.parse_args(argv)
@@ -259,10 +317,14 @@ def main(argv=None):
         print(table(args.out))
         return
     bomcmc.enable_compilation_cache()
+    if args.rejection_vs_l:
+        rows = rejection_vs_l(int(args.hidden.split(",")[0]))
+        Path(args.out).write_text(json.dumps(rows, indent=1))
+        return
     n_f = int(N_F * args.scale)
     previous = json.loads(Path(args.best_from).read_text()) if args.best_from else None
     out = {"n_f": n_f, "n_s": args.ns, "grid": args.grid, "sizes": {},
-           "grid_from": args.best_from}
+           "grid_from": args.best_from, "eta_ratio": args.eta_ratio}
     for h in [int(x) for x in args.hidden.split(",")]:
         t0 = time.perf_counter()
         model = choo_model(h)
@@ -275,22 +337,24 @@ def main(argv=None):
         best_means = {}
         for method, (ls_grid, etas) in GRIDS[args.grid].items():
             results = []
-            if previous is not None:  # the optimum of an earlier grid search
-                results = previous["sizes"][str(h)]["grid"][method]
+            if previous is not None and method in previous["sizes"][str(h)]["grid"]:
+                results = previous["sizes"][str(h)]["grid"][method]  # an earlier optimum
                 ls_grid, etas = [], []
             for steps in ls_grid:
                 for eta in etas:
-                    res = run_method(model, method, starts, steps, eta, n_f, args.ns, seed=1)
+                    res = run_method(model, method, starts, steps, eta, n_f, args.ns, seed=1,
+                                     eta_ratio=args.eta_ratio)
                     _, m = measure(res, truth, strata, p, args.ns)
                     results.append({"L": steps, "eta": eta, **m})
                     print(f"  {method} L={steps} η={eta}: g={m['g']:.4f} "
                           f"rej={m['rejection']:.2f} ({m['wall_s']:.0f} s)", flush=True)
             best = min(results, key=lambda r: r["g"])
-            res = run_method(model, method, starts, best["L"], best["eta"], n_f, args.ns, 2)
+            res = run_method(model, method, starts, best["L"], best["eta"], n_f, args.ns, 2,
+                             eta_ratio=args.eta_ratio)
             best_means[method], m = measure(res, truth, strata, p, args.ns)
             size["grid"][method] = results
             size["best"][method] = {"L": best["L"], "eta": best["eta"], **m,
-                                    "thesis": THESIS_G.get(h, {}).get(method)}
+                                    "thesis": THESIS_G.get(h, {}).get(method[:5])}
             print(f"  {method} best L={best['L']} η={best['eta']}: re-run g={m['g']:.4f} "
                   f"90% [{m['g_90'][0]:.4f}, {m['g_90'][1]:.4f}]", flush=True)
         if args.adaptive:

@@ -16,12 +16,19 @@ Step sizes v = η / √c of each block may depend only on the other block (Choo 
 - log-precisions, from the weights only, with every λ at its prior mean λ̂ = log ω (Choo
   2000, eq. 4.35). A: exactly −∂²log p/∂λ² there, ω·rate of the Gamma conditional:
   α/2 + ω·Σw²/2 for a weight group, α/2 + ω·SSE/2 for the noise (eqs. 4.28, 4.36). B: the
-  prior's α/2 plus, for a weight group, the Gauss–Newton term τ̂_out·Σ_c |∂f(x_c)/∂λ_g|² at
-  λ̂ (∂f/∂λ_g by forward-mode differentiation; τ̂_out the noise's ω, ¼ for binary and class
-  targets); the noise as in A at w(φ, λ̂). Choo estimates the weight-group term by
-  Neal-style backpropagation with a −½∂L/∂λ correction (eqs. 4.37–4.42), which can turn
-  negative; Gauss–Newton keeps the curvature positive and uses the same information (φ and
-  λ̂ only), so reversibility holds as in his scheme (docs/bnn_dynamical.md).
+  noise as in A at w(φ, λ̂) (eq. 4.36); a weight group by one of two estimates
+  (`hyper_curvature=`):
+
+  - `"choo"` (default): Choo's own (eqs. 4.29, 4.37–4.42), α_g/2 + Σ_c [−½ ∂L^c/∂λ_g +
+    Σ_j D_j (∂g_j/∂λ_g)²] at β̂, where g_j are the summed inputs of the layer the group
+    feeds, (∂g_j/∂λ_g)² = ¼·(the group's term in g_j)² (eqs. 4.41–4.42) and D_j is Neal's
+    backpropagated second derivative with the actual weights at λ̂ (eqs. 4.32, 4.40); the
+    step size uses its absolute value (eq. 4.43, `choo_step_curvature`);
+  - `"gauss_newton"`: α_g/2 + τ̂_out·Σ_c |∂f(x_c)/∂λ_g|² at λ̂ (∂f/∂λ_g by forward-mode
+    differentiation; τ̂_out the noise's ω, ¼ for binary and class targets): positive by
+    construction, the same information (φ and λ̂).
+
+  Either depends on φ and λ̂ only, so reversibility holds (docs/bnn_dynamical.md).
 
 Supported priors: one precision per group (FBM `ih 1:0.5`, Choo's model) or a fixed one
 (`bo 100`), Gaussian weights; not per-unit (ARD) precisions or t-distributed weights.
@@ -39,6 +46,8 @@ from jax.flatten_util import ravel_pytree
 from ..errors import BomcmcError
 from ..kernels.neal_gibbs_hmc import model_curvature_flat
 from ..posterior import Posterior
+from .groups import MAX_SLOPE_SQ
+from .network import ACTIVATIONS
 from .priors import INF
 
 
@@ -58,6 +67,103 @@ def _hyper_keys(model) -> list[str]:
 
 def _omegas(model) -> dict[str, float]:
     return {g.key0: float(g.omega) for g in model._all_groups() if g.key0}
+
+
+HYPER_CURVATURES = ("choo", "gauss_newton")
+# The floor under |∂²E/∂λ²| in Choo's step size (eq. 4.43 divides by its square root): only a
+# guard against an exact zero, so the step is at most 10⁴·η_h and such a trajectory diverges
+# and is rejected, which leaves the chain exact.
+MIN_CURVATURE = 1e-8
+
+
+# -- Choo's estimate of −∂²log p/∂λ_g² for Dynamical B (Choo 2000 §4.5.2) ---------------------
+def destination(model, name: str) -> int:
+    """The layer whose summed inputs g^D group `name` feeds: hidden layer l, or
+    len(model.hidden) for the outputs (Choo 2000 Fig. 4.1)."""
+    if name in ("ho", "io", "bo"):
+        return len(model.hidden)
+    return 0 if name == "ih0" else int(name[2:])
+
+
+def unit_values(model, w: dict, X) -> list:
+    """The forward pass: [X, h_0, …, h_last], each layer's unit values (Choo 2000 eq. 4.20)."""
+    hs = [X]
+    for layer, act in enumerate(model.activations):
+        u = hs[-1] @ w["ih0" if layer == 0 else f"hh{layer}"]
+        if f"bh{layer}" in w:
+            u = u + w[f"bh{layer}"]
+        hs.append(ACTIVATIONS[act](u))
+    return hs
+
+
+def contribution(model, w: dict, hs: list, name: str):
+    """Group `name`'s term in the summed inputs of its destination layer, (n, units): μ_j =
+    Σ_i h_i^S w_ij for weights (Choo 2000 eq. 4.24), b_j for biases (eq. 4.20); with w at
+    λ̂, −½ of it is ∂g_j^D/∂λ_g (eqs. 4.25–4.26, 4.41–4.42)."""
+    if name.startswith("b"):
+        return jnp.broadcast_to(w[name], (hs[0].shape[0],) + w[name].shape)
+    source = 0 if name in ("ih0", "io") else (len(model.hidden) if name == "ho"
+                                              else int(name[2:]))
+    return hs[source] @ w[name]
+
+
+def unit_curvatures(model, w: dict, d2_out) -> list:
+    """Choo 2000 eqs. 4.32 and 4.40: ∂²L/∂(g_j)² of every layer's summed inputs, the output
+    layer's `d2_out` backpropagated with the actual weights (at λ̂): D_i^S = a'²_max·Σ_j
+    D_j^D w_ij², a'²_max = 1 for tanh (eq. 4.40 as written; Neal's bound for other
+    activations, as `gibbs.neal_curvature`). The same for every case."""
+    d2 = [None] * len(model.hidden) + [d2_out]
+    for layer in reversed(range(len(model.hidden))):
+        above = w["ho"] if layer == len(model.hidden) - 1 else w[f"hh{layer + 1}"]
+        d2[layer] = MAX_SLOPE_SQ[model.activations[layer]] * (above**2 @ d2[layer + 1])
+    return d2
+
+
+def second_order_term(contrib, d2_dest, case_weights=None):
+    """Σ_c Σ_j D_j (∂g_j^D/∂λ)², (∂g_j^D/∂λ)² = ¼·contrib² (Choo 2000 eqs. 4.39, 4.41–4.42)."""
+    per_case = jnp.sum(d2_dest * 0.25 * contrib**2, axis=-1)
+    return jnp.sum(per_case if case_weights is None else per_case * case_weights)
+
+
+def choo_weight_group_curvatures(blocks, u: dict, hat: dict) -> dict:
+    """Choo 2000 eqs. 4.29 and 4.39 at β̂ for every weight group with a random precision:
+    {key: α_g/2 + Σ_c [−½ ∂L^c/∂λ_g + Σ_j D_j (∂g_j^D/∂λ_g)²]} (the prior's α/(2ω)·e^λ̂ =
+    α/2). `u` are the non-centred weights φ, `hat` every λ at λ̂ = log ω (eq. 4.35); the
+    first derivative is exact (eqs. 4.25–4.26, by autodiff of the likelihood at β̂)."""
+    model = blocks.model._weighed()  # a sharded run's padding rows weighed out
+    w = blocks.to_centred({"log_tau": hat, "u": u})["w"]
+    dtype = jax.tree_util.tree_leaves(w)[0].dtype
+    X = jnp.asarray(model.inputs(), dtype)
+    hs = unit_values(model, w, X)
+    d2 = unit_curvatures(model, w, output_curvature(model, hat, dtype))
+
+    def loss(lam):
+        lt = {**hat, **lam}
+        return -model.log_likelihood(blocks.to_centred({"log_tau": lt, "u": u}))
+
+    d_loss = jax.grad(loss)({key: hat[key] for key in blocks.scaled.values()})
+    alpha = {g.key0: g.a0 for g in model._all_groups() if g.key0}
+    out = {}
+    for name, key in blocks.scaled.items():
+        second = second_order_term(contribution(model, w, hs, name),
+                                   d2[destination(model, name)], model.case_weights)
+        out[key] = alpha[key] / 2 - 0.5 * d_loss[key] + second
+    return out
+
+
+def output_curvature(model, hat: dict, dtype):
+    """∂²L/∂f_j² at β̂ (Choo 2000 eq. 4.32): the noise precision at λ̂, ω_δ, per output; ¼
+    for binary and class targets (the logistic curvature's bound, as Neal's heuristic)."""
+    g = model.noise_group
+    if g is None:
+        return jnp.full((model.n_out,), 0.25, dtype)
+    return jnp.broadcast_to(g.prior_curvature(g.precisions(hat, dtype)[1]), (model.n_out,))
+
+
+def choo_step_curvature(c):
+    """|∂²E/∂λ²|, floored at MIN_CURVATURE: Choo 2000 eq. 4.43 takes the absolute value
+    when his estimate is negative ("the negative sign is really no problem")."""
+    return jnp.maximum(jnp.abs(c), MIN_CURVATURE)
 
 
 class DynamicalA:
@@ -90,8 +196,12 @@ class DynamicalB:
     docstring); `posterior()` is the Posterior to sample, `to_centred` / `to_noncentred` map
     positions."""
 
-    def __init__(self, model):
+    def __init__(self, model, hyper_curvature: str = "choo"):
         _check(model)
+        if hyper_curvature not in HYPER_CURVATURES:
+            raise BomcmcError(f"Dynamical B: hyper_curvature must be one of "
+                              f"{', '.join(HYPER_CURVATURES)}, got '{hyper_curvature}'")
+        self.hyper_estimate = hyper_curvature
         self.model, self.keys, self.omega = model, _hyper_keys(model), _omegas(model)
         self.scaled = {name: g.key0 for name, g in model.groups.items() if g.key0}
         self.n_per_group = {name: math.prod(g.shape) for name, g in model.groups.items()}
@@ -157,30 +267,38 @@ class DynamicalB:
                                 for k in sorted(curv)])
 
     def hyper_curvature(self, x):
+        """c of the step sizes η_h/√c of the log-precisions, from φ and λ̂ only: the noise
+        by eq. 4.36, the weight groups by `hyper_estimate` (module docstring)."""
         tree = self.unravel(x)
         dtype = x.dtype
         hat = {k: jnp.asarray(np.log(self.omega[k]), dtype) for k in tree["log_tau"]}
-        at_hat = {"log_tau": hat, "u": tree["u"]}
-        cond = self.model.gibbs_conditionals(self.to_centred(at_hat))
+        cond = self.model.gibbs_conditionals(self.to_centred({"log_tau": hat, "u": tree["u"]}))
+        if self.hyper_estimate == "choo":
+            groups = {k: choo_step_curvature(c) for k, c in
+                      choo_weight_group_curvatures(self, tree["u"], hat).items()}
+        else:
+            groups = self._gauss_newton(tree["u"], hat)
+        # the noise: exact at λ̂ (eq. 4.36), as in Dynamical A
+        return jnp.stack([groups[k] if k in groups else self.omega[k] * cond[k][1]
+                          for k in self.keys])
+
+    def _gauss_newton(self, u: dict, hat: dict) -> dict:
+        """α_g/2 + τ̂_out·Σ_c |∂f(x_c)/∂λ_g|² at λ̂ for every weight group's λ_g."""
         weight_keys = sorted(self.scaled.values())
+        if not weight_keys:
+            return {}
+        dtype = hat[weight_keys[0]].dtype
 
         def outputs(lam):
             lt = {**hat, **dict(zip(weight_keys, lam))}
-            return self.model.apply(self.to_centred({"log_tau": lt, "u": tree["u"]})["w"],
+            return self.model.apply(self.to_centred({"log_tau": lt, "u": u})["w"],
                                     self.model.X)
 
         lam_hat = jnp.stack([hat[k] for k in weight_keys])
         jac = jax.jacfwd(outputs)(lam_hat)  # (n, n_out, groups)
         gn = self._out_precision(dtype) * jnp.sum(jac**2, axis=(0, 1))
-        gn = dict(zip(weight_keys, gn))
         alpha = {g.key0: g.a0 for g in self.model._all_groups() if g.key0}
-        curv = []
-        for k in self.keys:
-            if k in gn:
-                curv.append(alpha[k] / 2 + gn[k])
-            else:  # the noise: exact at λ̂, as in Dynamical A
-                curv.append(self.omega[k] * cond[k][1])
-        return jnp.stack(curv)
+        return {k: alpha[k] / 2 + c for k, c in zip(weight_keys, gn)}
 
     def _out_precision(self, dtype):
         g = self.model.noise_group

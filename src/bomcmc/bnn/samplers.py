@@ -56,7 +56,11 @@ NEAL_KNOBS = (Option("step_size", positive_float, None, _ETA + " (default: 0.1)"
               Option("eta", positive_float, None, "η by its own name (as step_size)"))
 WINDOW = Option("window", positive_int, 1, "W, the states in each of the accept and reject "
                 "windows (Neal 1994; FBM's hybrid L:W η)")
-CHOO_KNOBS = tuple(o for o in NEAL_KNOBS if o not in _GIBBS)
+# Choo 2000 §5.5: η_h/η_p; 1 as in his ch. 5 (η_h = η_p); the GP bandit tunes η_p at this ratio
+ETA_RATIO = Option("eta_ratio", positive_float, 1.0,
+                   "r = η_h/η_p, the hyperparameters' factor over the weights' (Choo 2000 "
+                   "§5.5; his ch. 5 uses 1, his §6.2.3 1/100)")
+CHOO_KNOBS = tuple(o for o in NEAL_KNOBS if o not in _GIBBS) + (ETA_RATIO,)
 NUTS_GIBBS_KNOBS = (Option("step_size", positive_float, 0.2, _ETA),
                     Option("max_tree_depth", positive_int, 10, "maximum tree depth"),
                     *_GIBBS)
@@ -131,7 +135,8 @@ def nuts_gibbs_sampler(model, name: str = "nuts_gibbs") -> Sampler:
 def dynamical_sampler(blocks, tuned: bool = False, name: str | None = None) -> Sampler:
     """Choo's joint dynamics (`kernels/choo_dynamics.py`) over `blocks`, a
     `bnn.dynamical.DynamicalA` or `DynamicalB` (use with `blocks.posterior()`): fixed (η, L)
-    as knobs, or with `tuned` the GP bandit over (η, L) as for `ahmc_gibbs_sampler`."""
+    as knobs, or with `tuned` the GP bandit over (η, L) as for `ahmc_gibbs_sampler`; η is
+    η_p, and η_h = `eta_ratio`·η_p (default 1: one η for both blocks)."""
     variant = "b" if hasattr(blocks, "to_centred") else "a"
     name = name or (f"ahmc_dyn_{variant}" if tuned else f"dyn_{variant}")
     kernel = choo_kernel(blocks, name=name)

@@ -5,13 +5,15 @@ Instead of Gibbs draws of the hyperparameters between HMC trajectories of the we
 (Choo 2000 §4.1, eq. 4.4): q = (q_γ, q_θ), p ~ N(0, I), H = E(q) + ½|p|².
 
 Each block has its own per-coordinate step sizes v = η / √c (Choo 2000 §2.3.2, eqs.
-2.19–2.20; one η for both blocks, as in his Table 5.3), and the step sizes of one block may
+2.19–2.20), η_p for the parameters and η_h = r·η_p for the hyperparameters (Choo 2000 §5.5:
+two step-size adjustment factors; r = `eta_ratio`, default 1, his η_h = η_p of ch. 5; his
+§6.2.3 tries r = 1/100). The step sizes of one block may
 depend only on the other block, so that each block's update is an ordinary reversible,
 volume-preserving leapfrog step while that block moves (Choo 2000 §4.1.2). One step of the
 trajectory (Choo 2000, Alg. 4):
 
-    v_θ ← η / √c_θ(q_γ);  leapfrog step of (q_θ, p_θ) with q_γ fixed
-    v_γ ← η / √c_γ(q_θ);  leapfrog step of (q_γ, p_γ) with q_θ fixed
+    v_θ ← η_p / √c_θ(q_γ);  leapfrog step of (q_θ, p_θ) with q_γ fixed
+    v_γ ← η_h / √c_γ(q_θ);  leapfrog step of (q_γ, p_γ) with q_θ fixed
 
 repeated L times, the two blocks in this order or the reverse with probability ½ each,
 drawn once per trajectory: the reverse of a trajectory in one order is a trajectory in the
@@ -40,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config import float_dtype
+from ..validation import positive_number
 from .base import Kernel
 from .hmc import (MAX_ENERGY_ERROR, HMCInfo, HMCState, metropolis, trajectory_length,
                   transition_info)
@@ -47,13 +50,14 @@ from .integrators import IntegratorState
 from .neal_gibbs_hmc import eta_and_steps
 
 ChooState = HMCState
-ChooInfo = HMCInfo  # step_size reports η
+ChooInfo = HMCInfo  # step_size reports η_p
 
 
 class ChooKnobs(NamedTuple):
-    step_size: jax.Array  # η, the step-size adjustment factor of both blocks
+    step_size: jax.Array  # η_p, the step-size adjustment factor of the parameters
     num_steps: jax.Array  # L (the maximum when random_steps)
     random_steps: jax.Array  # bool: L_r ~ U{1..L} per transition
+    eta_ratio: jax.Array  # r = η_h/η_p (1: one η for both blocks); the bandit tunes η_p only
 
 
 def block_leapfrog(x, p, grad, v, logdensity_fn):
@@ -76,13 +80,17 @@ def step_sizes(blocks, x, eta, which: str):
     return jnp.concatenate([v, jnp.zeros((blocks.dim - n_hyper,), dtype)])
 
 
-def trajectory(blocks, x, p, logp, grad, logdensity_fn, eta, n, hyper_first):
+def trajectory(blocks, x, p, logp, grad, logdensity_fn, eta, n, hyper_first,
+               eta_hyper=None):
     """Choo 2000, Alg. 4: n alternating block steps, the hyperparameters first when
-    `hyper_first` (a traced bool). Returns the end as an `IntegratorState`."""
+    `hyper_first` (a traced bool), with factors η_p = `eta` and η_h = `eta_hyper` (default
+    `eta`). Returns the end as an `IntegratorState`."""
+    etas = {"weights": eta, "hyper": eta if eta_hyper is None else eta_hyper}
+
     def one(which):
         def block(carry):
             x, p, logp, grad = carry
-            return block_leapfrog(x, p, grad, step_sizes(blocks, x, eta, which),
+            return block_leapfrog(x, p, grad, step_sizes(blocks, x, etas[which], which),
                                   logdensity_fn)
         return block
 
@@ -111,8 +119,9 @@ def choo_kernel(blocks, name: str = "dyn_a") -> Kernel:
         momentum = jax.random.normal(k_p, x0.shape, dtype)
         eta = jnp.asarray(knobs.step_size, dtype)
         n = trajectory_length(u_steps, knobs)
+        eta_hyper = eta * jnp.asarray(knobs.eta_ratio, dtype)
         end = trajectory(blocks, x0, momentum, state.logdensity, state.logdensity_grad,
-                         logdensity_fn, eta, n, u_order < 0.5)
+                         logdensity_fn, eta, n, u_order < 0.5, eta_hyper)
         energy0, delta, diverging, accept_prob, accept = metropolis(
             state.logdensity, end, momentum, jnp.ones((dim,), dtype), u_accept,
             max_energy_error)
@@ -124,10 +133,13 @@ def choo_kernel(blocks, name: str = "dyn_a") -> Kernel:
         return new_state, info
 
     def make_knobs(d: int, step_size: float | None = None, steps: int = 100,
-                   random_steps: bool = False, eta: float | None = None) -> ChooKnobs:
+                   random_steps: bool = False, eta: float | None = None,
+                   eta_ratio: float = 1.0) -> ChooKnobs:
         eta = eta_and_steps(name, dim, d, step_size, eta, steps)
+        positive_number("eta_ratio (η_h/η_p)", eta_ratio)
         return ChooKnobs(step_size=np.asarray(eta, float_dtype()),
                          num_steps=np.asarray(int(steps), np.int32),
-                         random_steps=np.asarray(bool(random_steps)))
+                         random_steps=np.asarray(bool(random_steps)),
+                         eta_ratio=np.asarray(eta_ratio, float_dtype()))
 
     return Kernel(name=name, init=init, step=step, make_knobs=make_knobs)
