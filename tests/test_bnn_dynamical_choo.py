@@ -212,3 +212,24 @@ def test_bad_options_are_one_line_errors():
         choo_kernel(blocks).make_knobs(blocks.dim, eta_ratio=0.0)
     knobs = choo_kernel(blocks).make_knobs(blocks.dim, step_size=0.2)
     assert float(knobs.eta_ratio) == 1.0  # default: one η for both blocks
+
+
+def test_the_estimator_offers_both_estimates_of_dynamical_b(monkeypatch):
+    """`sampler="dyn_b"` is Choo's Dynamical B as the thesis defines it; "dyn_b_gn" keeps the
+    Gauss-Newton estimate, under its own name in the run (nothing is sampled here)."""
+    import bomcmc.bnn.dynamical as dynamical
+    from bomcmc import BayesianMLPRegressor
+
+    built = []
+
+    class Recorded(dynamical.DynamicalB):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            built.append(self.hyper_estimate)
+
+    monkeypatch.setattr(dynamical, "DynamicalB", Recorded)
+    model = _linear()[0]
+    for name, estimate in (("dyn_b", "choo"), ("dyn-b-gn", "gauss_newton")):
+        sampler, _, _, _ = BayesianMLPRegressor(sampler=name)._sampler_and_posterior(model, None)
+        assert sampler.kernel.name == "ahmc_" + name.replace("-", "_")
+        assert built.pop() == estimate

@@ -6,7 +6,8 @@ DEFAULT_NOISE = "0.05:0.5"
 # the leapfrog budget per chain: SUPER_TRANSITIONS × BUDGET gradients (docs/bnn.md)
 SUPER_TRANSITIONS = 100
 BUDGET = 4000
-SAMPLERS = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs", "dyn_a", "dyn_b")
+SAMPLERS = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs", "dyn_a", "dyn_b",
+            "dyn_b_gn")
 
 
 def sampler_name(name: str) -> str:

@@ -25,7 +25,9 @@ first `burn_in` fraction of it are discarded (kept on disk, not in `idata_`).
 - "nuts_gibbs": Gibbs draws of the precisions, then NUTS on the weights;
 - "dyn_a", "dyn_b": Choo's joint dynamics of weights and log-precisions (Choo 2000 ch. 4,
   `bnn/dynamical.py`), Dynamical A on the weights as they are, B on the non-centred weights
-  w·√τ, with (η, L) tuned by the GP bandit (reward ESJD/√L).
+  w·√τ, with (η, L) tuned by the GP bandit (reward ESJD/√L); B's log-precision step sizes
+  from Choo's estimate (eqs. 4.37–4.43), or with "dyn_b_gn" from the Gauss–Newton one
+  (docs/bnn_dynamical.md).
 Predictions pool the draws of every fold network for "ahmc_cv" (the K networks are draws of
 K posteriors that each miss 1/K of the data; Wang averages their predictions, Wang 2012 §4.1).
 """
@@ -33,6 +35,7 @@ K posteriors that each miss 1/K of the data; Wang averages their predictions, Wa
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 import json
 import math
 import os
@@ -59,7 +62,8 @@ ROW_MULTIPLE = 16
 # the parameters each sampler reads besides the shared ones: the warnings advise only these
 USES = {"ahmc_cv": ("eps_bounds", "steps_bounds", "folds"),
         "ahmc_gibbs": ("eps_bounds", "steps_bounds"), "dyn_a": ("eps_bounds", "steps_bounds"),
-        "dyn_b": ("eps_bounds", "steps_bounds"), "neal_gibbs": ("step_size", "steps", "window"),
+        "dyn_b": ("eps_bounds", "steps_bounds"), "dyn_b_gn": ("eps_bounds", "steps_bounds"),
+        "neal_gibbs": ("step_size", "steps", "window"),
         "nuts": ("nuts_warmup",), "nuts_gibbs": ("nuts_warmup",)}
 SHARED = ("sampler", "chains", "super_transitions", "budget", "burn_in", "pretrain_steps", "seed")
 
@@ -147,7 +151,8 @@ class BayesianMLPBase(BaseEstimator):
         tuned = dict(adapt=None, eps_bounds=self.eps_bounds, steps_bounds=self.steps_bounds,
                      budget=self.budget)
         cv = CVModel(model, self.folds) if name == "ahmc_cv" else None
-        blocks = {"dyn_a": DynamicalA, "dyn_b": DynamicalB}.get(name)
+        blocks = {"dyn_a": DynamicalA, "dyn_b": DynamicalB,
+                  "dyn_b_gn": partial(DynamicalB, hyper_curvature="gauss_newton")}.get(name)
         blocks = blocks(model) if blocks is not None else None
         target = cv if cv is not None else blocks if blocks is not None else model
         post = target.posterior()
@@ -162,7 +167,8 @@ class BayesianMLPBase(BaseEstimator):
                                                 jax.vmap(blocks.to_noncentred)(starts))
             post = dataclasses.replace(target.posterior(init=first), chain_inits=starts)
         if blocks is not None:
-            return dynamical_sampler(blocks, tuned=True), post, dict(tuned, reward="esjd"), None
+            sampler = dynamical_sampler(blocks, tuned=True, name=f"ahmc_{name}")
+            return sampler, post, dict(tuned, reward="esjd"), None
         if name == "ahmc_cv":
             # one name for the sampler throughout: progress bar, run attrs, plot titles
             return ahmc_gibbs_sampler(cv, name="ahmc_cv"), post, dict(tuned, reward="cv"), cv
