@@ -102,6 +102,7 @@ def test_sharded_log_density_gradient_and_gibbs_equal_the_unsharded(two_process_
         for name in names:
             whole = (a, b)[worker.WHOLE_ON[name.split(".")[0]]][name + ".whole"]
             sharded = a[name + ".sharded"]
+            assert np.all(np.isfinite(whole)), name  # not NaN alike
             scale = max(1.0, float(np.max(np.abs(whole))))
             np.testing.assert_allclose(sharded, whole, rtol=0, atol=1e-12 * scale,
                                        err_msg=name)
