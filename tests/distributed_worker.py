@@ -12,14 +12,15 @@ import sys
 RUNS = ("hmc", "nuts", "ahmc")
 SETTINGS = dict(posterior="logistic-heart", chains=4, draws=20, warmup=30, seed=3,
                 float64=True, chunk_size=10, progress=False)
+WHOLE_ON = {"logistic": 0, "bnn": 0, "cv": 1}  # the process computing its unsharded values
 KNOBS = {"hmc": dict(step_size=0.05, steps=8), "nuts": {}, "ahmc": dict(bo_steps=10)}
 
 
 def sharded_values(rank: int, root: str) -> None:
     """Log density, gradient, Gibbs draw and curvature of a logistic regression and of
     networks whose rows (odd in number: padded) are split over the two processes, beside the
-    unsharded values (process 0 only), saved as ROOT/sharded-RANK.npz for the test to
-    compare."""
+    unsharded values (each model's on the process `WHOLE_ON` names), saved as
+    ROOT/sharded-RANK.npz for the test to compare."""
     import jax
     import numpy as np
 
@@ -36,12 +37,14 @@ def sharded_values(rank: int, root: str) -> None:
               noise="0.05:0.5")
     models = {"logistic": (synthetic(101), None), "bnn": (net.posterior(), net),
               "cv": (CVModel(net, folds=3).posterior(), CVModel(net, folds=3))}
-    out = {}
+    out, todo = {}, []
     for name, (post, model) in models.items():
         from bomcmc.posterior import flatten
 
-        flat = flatten(post)
-        x = np.asarray(flat.init_flat(jax.random.PRNGKey(1), 1)[0]) * 0.3
+        flat = flatten(post, check_finite=False)  # its values are what the test compares
+        # a point in NumPy, as uniform(-2, 2) starts scaled by 0.3 (`init_flat` would compile
+        # a program for each model's starts and their log densities)
+        x = rng.uniform(-0.6, 0.6, flat.dim)
         fns = {"value_and_grad": jax.value_and_grad(flat.logdensity_fn)}
         if name == "cv":  # the folds' masks weigh the padding rows for Gibbs and curvature
             fns["gibbs"] = lambda x: model.gibbs(jax.random.PRNGKey(2), model.unravel(x))
@@ -52,12 +55,16 @@ def sharded_values(rank: int, root: str) -> None:
 
         sharded = local(jax.jit(with_data(every, post.data))(post.data.sharded(mesh),
                                                              replicated(mesh, x)))
-        # the unsharded values once, by process 0 (the same program on both)
-        whole = jax.jit(every)(x) if rank == 0 else None
         for what in fns:
             for i, a in enumerate(jax.tree_util.tree_leaves(sharded[what])):
                 out[f"{name}.{what}.{i}.sharded"] = np.asarray(a)
-            if whole is not None:
+        todo.append((name, every, x, fns))
+    # the unsharded values once, after the collectives, each model's by one process (the same
+    # program on both): process 0 also assembles the runs, so process 1 takes the CV model's
+    for name, every, x, fns in todo:
+        if WHOLE_ON[name] == rank:
+            whole = jax.jit(every)(x)
+            for what in fns:
                 for i, b in enumerate(jax.tree_util.tree_leaves(whole[what])):
                     out[f"{name}.{what}.{i}.whole"] = np.asarray(b)
     np.savez(f"{root}/sharded-{rank}.npz", **out)

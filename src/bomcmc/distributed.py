@@ -108,6 +108,10 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
         if process_id == 0:
             check_port_free(host, port)
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    # JAX's preemption service takes SIGTERM for its sync points, which bomcmc does not use:
+    # without it a SIGTERM (the launcher stopping the rest of a failed run, a scheduler)
+    # ends the process at once instead of after the launcher's grace period's SIGKILL
+    jax.config.update("jax_enable_preemption_service", False)
     try:
         jax.distributed.initialize(coordinator, num_processes, process_id,
                                    heartbeat_timeout_seconds=HEARTBEAT_S,
