@@ -433,6 +433,22 @@ def test_spin_samplers_from_the_command_line(tmp_path, capsys):
     assert not (tmp_path / "bad" / "idata.nc").exists()
 
 
+def test_arviz_is_imported_beside_the_run_only_after_the_commands_own_imports(tmp_path):
+    """Two threads importing one package at once can see a module half initialised: the
+    command starts ArviZ's import thread (`commands.preload_arviz`) only once `bomcmc.sample`
+    and SciPy are imported (a thread started before them failed in a fresh environment)."""
+    code = ("import sys\n"
+            "from bomcmc.cli import commands, main\n"
+            "def preload():\n"
+            "    print(all(m in sys.modules for m in ('bomcmc.public', 'scipy.stats',\n"
+            "          'scipy.spatial.distance', 'scipy.optimize')), 'arviz' in sys.modules)\n"
+            "    raise SystemExit(0)\n"
+            "commands.preload_arviz = preload\n"
+            f"main.main(['sample', '--posterior', 'gauss-2d-corr', '--out', {str(tmp_path / 'r')!r}])\n")
+    proc = _python(code)
+    assert (proc.returncode, proc.stdout) == (0, "True False\n"), proc.stderr
+
+
 def test_import_in_thread_hides_a_module_until_done(tmp_path, monkeypatch):
     """The command imports ArviZ in a thread with Numba hidden (`commands.preload_arviz`):
     the module imported sees the hidden one as absent, which is importable again after."""

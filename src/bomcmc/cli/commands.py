@@ -299,7 +299,15 @@ def preload_arviz():
     which the run's checks take anyway (`diagnostics.checks.numpy_path`). The command's
     process uses ArviZ for nothing else; the Python API leaves ArviZ's Numba alone
     (`driver.api._preload_arviz`). Numba stays importable while a model file loads: `sample`
-    calls this after loading one, `resume` of a run from one does not call it."""
+    calls this after loading one, `resume` of a run from one does not call it.
+
+    Called once the command's own imports are done (`bomcmc.sample`, and with it SciPy's
+    stats, optimize and spatial): two threads importing one package at once can see a module
+    half initialised. In a fresh environment, whose first imports compile every module, the
+    thread started before `import bomcmc` failed a test suite's command with "cannot import
+    name 'euclidean' from partially initialized module 'scipy.spatial.distance'"."""
+    import scipy.stats  # noqa: F401 - ArviZ's SciPy, imported here, not in both threads
+
     return import_in_thread("arviz", hide="numba")
 
 
@@ -334,19 +342,15 @@ def cmd_sample(args) -> int:
                               run_dir=args.out)
     if launched is not None:
         return launched
-    model = getattr(args, "model", None)
-    if model is None:
-        preload_arviz()
     import bomcmc
 
     bomcmc.enable_compilation_cache()
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise bomcmc.BomcmcError(f"{out}: exists and is not a directory")
-    kwargs = sample_kwargs(args)
-    if model is not None:  # once the model file, which may import Numba, is loaded
-        preload_arviz()
+    kwargs = sample_kwargs(args)  # loads a model file, which may import Numba
     sample = bomcmc.sample  # imported here, so that startup_s counts the import
+    preload_arviz()
     t_call = time.perf_counter()
     with _no_python_warnings():  # _report prints them, one line each
         result = sample(**kwargs, chain_block=args.chain_block, shard_data=args.shard_data)
@@ -379,12 +383,12 @@ def cmd_resume(args) -> int:
     launched = join_or_launch(args, chains=None, run_dir=args.dir)
     if launched is not None:
         return launched
-    if model is None:  # a model file, which resume loads again, may import Numba
-        preload_arviz()
     import bomcmc
 
     bomcmc.enable_compilation_cache()
     resume = bomcmc.resume  # imported here, so that startup_s counts the import
+    if model is None:  # a model file, which resume loads again, may import Numba
+        preload_arviz()
     t_call = time.perf_counter()
     with _no_python_warnings():
         result = resume(args.dir, progress=False if args.no_progress else None)
