@@ -452,7 +452,7 @@ def test_arviz_is_imported_beside_the_run_only_after_the_commands_own_imports(tm
 def test_import_in_thread_hides_a_module_until_done(tmp_path, monkeypatch):
     """The command imports ArviZ in a thread with Numba hidden (`commands.preload_arviz`):
     the module imported sees the hidden one as absent, which is importable again after."""
-    from bomcmc.cli import commands
+    from bomcmc.driver import api
 
     (tmp_path / "bomcmc_probe_hidden.py").write_text("")
     (tmp_path / "bomcmc_probe.py").write_text(
@@ -461,8 +461,8 @@ def test_import_in_thread_hides_a_module_until_done(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in ("bomcmc_probe", "bomcmc_probe_hidden"):
         monkeypatch.delitem(sys.modules, name, raising=False)
-    commands.import_in_thread("bomcmc_probe", hide="bomcmc_probe_hidden").join()
+    api.import_in_thread("bomcmc_probe", hide="bomcmc_probe_hidden").join()
     assert sys.modules["bomcmc_probe"].FOUND is False
     assert "bomcmc_probe_hidden" not in sys.modules
     import bomcmc_probe_hidden  # noqa: F401
-    assert commands.import_in_thread("bomcmc_probe", hide="bomcmc_probe_hidden") is None
+    assert api.import_in_thread("bomcmc_probe", hide="bomcmc_probe_hidden") is None

@@ -293,45 +293,16 @@ def warnings_as_lines():
 
 
 def preload_arviz():
-    """Import ArviZ in a thread while the run prepares, compiles and samples (the run's
-    InferenceData is assembled at its end), with Numba hidden from it: ArviZ then sets up
-    no Numba functions, which it compiles on import, and its figures take the NumPy path,
-    which the run's checks take anyway (`diagnostics.checks.numpy_path`). The command's
-    process uses ArviZ for nothing else; the Python API leaves ArviZ's Numba alone
-    (`driver.api._preload_arviz`). Numba stays importable while a model file loads: `sample`
-    calls this after loading one, `resume` of a run from one does not call it.
+    """ArviZ imported in a thread beside the run (`driver.api.preload_arviz`) with Numba
+    hidden from it: ArviZ then sets up no Numba functions, which it compiles on import, and
+    its figures take the NumPy path, which the run's checks take anyway
+    (`diagnostics.checks.numpy_path`). The command's process uses ArviZ for nothing else;
+    the Python API leaves ArviZ's Numba alone. Called once `bomcmc.sample` is imported (see
+    there why) and a model file, which may import Numba, is loaded; `resume` of a run from
+    one does not call it."""
+    from ..driver.api import preload_arviz as preload
 
-    Called once the command's own imports are done (`bomcmc.sample`, and with it SciPy's
-    stats, optimize and spatial): two threads importing one package at once can see a module
-    half initialised. In a fresh environment, whose first imports compile every module, the
-    thread started before `import bomcmc` failed a test suite's command with "cannot import
-    name 'euclidean' from partially initialized module 'scipy.spatial.distance'"."""
-    import scipy.stats  # noqa: F401 - ArviZ's SciPy, imported here, not in both threads
-
-    return import_in_thread("arviz", hide="numba")
-
-
-def import_in_thread(module: str, hide: str):
-    """Start importing `module` in a daemon thread (returned; None where it is imported
-    already) with the module `hide` unimportable until it is done, as if not installed."""
-    import threading
-
-    if module in sys.modules:
-        return None
-    hidden = hide not in sys.modules
-    if hidden:
-        sys.modules[hide] = None  # `import hide` raises ImportError
-
-    def load() -> None:
-        try:
-            __import__(module)
-        finally:
-            if hidden and hide in sys.modules and sys.modules[hide] is None:
-                del sys.modules[hide]
-
-    thread = threading.Thread(target=load, daemon=True)
-    thread.start()
-    return thread
+    return preload(hide="numba")
 
 
 def cmd_sample(args) -> int:

@@ -218,14 +218,40 @@ def accepts(sampler: registry.Sampler, spec: RunSpec, posterior: Posterior, dim:
     return True
 
 
-def _preload_arviz() -> None:
+def preload_arviz(hide: str | None = None):
     """Import ArviZ (slow to import) in a thread while JAX compiles and samples, which release
-    the GIL; the InferenceData is assembled only at the end."""
+    the GIL; the InferenceData is assembled only at the end. `hide`: a module ArviZ must not
+    see while it imports (the command line hides Numba, `cli.commands.preload_arviz`).
+    Called once the run's own imports are done: two threads importing one package at once
+    can see a module half initialised (SciPy's `scipy.spatial.distance` did, in a fresh
+    environment), so SciPy's stats, which ArviZ imports, are imported here first."""
+    import scipy.stats  # noqa: F401 - imported in this thread, not in both
+
+    return import_in_thread("arviz", hide)
+
+
+def import_in_thread(module: str, hide: str | None = None):
+    """Start importing `module` in a daemon thread (returned; None where it is imported
+    already) with the module `hide` unimportable until it is done, as if not installed."""
     import sys
     import threading
 
-    if "arviz" not in sys.modules:
-        threading.Thread(target=lambda: __import__("arviz"), daemon=True).start()
+    if module in sys.modules:
+        return None
+    hidden = hide is not None and hide not in sys.modules
+    if hidden:
+        sys.modules[hide] = None  # `import hide` raises ImportError
+
+    def load() -> None:
+        try:
+            __import__(module)
+        finally:
+            if hidden and hide in sys.modules and sys.modules[hide] is None:
+                del sys.modules[hide]
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    return thread
 
 
 def sample(
@@ -272,7 +298,7 @@ def sample(
     draws itself (the network estimators, in function space).
     """
     t_start = time.perf_counter()
-    _preload_arviz()
+    preload_arviz()
     default_compilation_cache()
     if float64:
         set_float64(True)
@@ -362,7 +388,7 @@ def resume(
     sampled: `bomcmc.resume` finds it again); the final draws equal those of an
     uninterrupted run. A run of a sampler built for a model needs the same `sampler`."""
     t_start = time.perf_counter()
-    _preload_arviz()
+    preload_arviz()
     default_compilation_cache()
     spec = run_spec(out)
     if spec.float64:
