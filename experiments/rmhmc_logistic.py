@@ -110,9 +110,35 @@ def plot_boxes(runs, path, estimator: str = "monotone") -> None:
             ax.tick_params(labelsize=8)
             if j == 0:
                 ax.set_ylabel(f"{k} ESS / gradient")
-    fig.suptitle(f"Fig. 2 bottom row: {estimator} ESS per gradient, one value per chain")
+    fig.suptitle(f"{estimator} ESS per gradient, one value per chain", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def table(runs) -> str:
+    """The Markdown table of docs/rmhmc.md from a `--paper` results JSON's runs: ESS per
+    gradient of β (min / median / max over coefficients), pooled over the chains (ArviZ's bulk
+    and the monotone-sequence ESS) and per chain (median over chains of each chain's min),
+    without and with the warm-up's gradients; acceptance, the median ε and L, unconverged
+    fixed points and the largest |z| against NUTS."""
+    lines = ["| data set | sampler | bulk, pooled: min / med / max | monotone, pooled: min / "
+             "med / max | monotone per chain: min (median over chains) | the same, warm-up "
+             "counted | bulk pooled min, warm-up counted | acceptance | ε, L (median) | fixed "
+             "points unconverged | max \\|z\\| vs NUTS |", "|---" * 11 + "|"]
+    for r in sorted(runs, key=lambda r: (DATASETS.index(r["dataset"]), r["sampler"] != "rmhmc",
+                                         r["seed"])):
+        f = "{:.3f}".format
+        lines.append(
+            f"| {r['dataset']} | {r['sampler']} | {f(r['per_grad_min'])} / "
+            f"{f(r['per_grad_median'])} / {f(r['per_grad_max'])} | "
+            f"{f(r['pooled_monotone_per_grad_min'])} / {f(r['pooled_monotone_per_grad_median'])}"
+            f" / {f(r['pooled_monotone_per_grad_max'])} | "
+            f"{f(np.median(r['chain_monotone_per_grad_min']))} | "
+            f"{f(np.median(r['chain_monotone_per_grad_all_min']))} | "
+            f"{f(r['per_grad_all_min'])} | {r['accept']:.2f} | "
+            f"{np.median(r['chain_eps_median']):.3f}, {np.median(r['chain_L_median']):.0f} | "
+            f"{100 * r.get('fixed_point_failed', 0):.1f} % | {r['z_vs_nuts']:.2f} |")
+    return "\n".join(lines)
 
 
 def z_against(res, ref) -> float:
@@ -135,7 +161,8 @@ def parse_args(argv=None):
                          "from (the runs already in it are skipped)")
     ap.add_argument("--plot", help="PNG of the box plots (monotone-sequence ESS; the bulk "
                                    "ESS beside it as <name>-bulk.png)")
-    ap.add_argument("--plot-only", action="store_true", help="redraw --plot from --out")
+    ap.add_argument("--plot-only", action="store_true",
+                    help="redraw --plot from --out and print its Markdown table")
     args = ap.parse_args(argv)
     if args.paper:
         vars(args).update(PAPER_RUN)
@@ -172,6 +199,7 @@ def main(argv=None) -> int:
     runs = read_results(out)["runs"] if args.paper and out.exists() else []
     if args.plot_only:
         draw(args, read_results(out)["runs"])
+        print(table(read_results(out)["runs"]))
         return 0
     done = {(r["dataset"], r["sampler"], r["seed"]) for r in runs}
     t0 = time.time()
