@@ -141,6 +141,31 @@ def table(runs) -> str:
     return "\n".join(lines)
 
 
+def check(ds: str, settings: str, block: int = 10) -> None:
+    """`rmhmc` on `ds` at fixed settings "ε:L" (an "r" after L: L_r ~ U{1..L}), 10 chains of
+    200 warm-up + 1000 draws: the share of divergent transitions, the share of the bandit's
+    blocks (`block` transitions × 10 chains) holding one, which its ESJD reward scores 0
+    (`tuning.rewards.esjd`), that reward, and the min bulk ESS per gradient."""
+    import arviz as az
+
+    for item in settings.split(","):
+        eps, steps = item.split(":")
+        res = bomcmc.sample(posterior=f"logistic-{ds}", sampler="rmhmc", chains=10, draws=1000,
+                            warmup=200, seed=0, float64=True, progress=False,
+                            step_size=float(eps), steps=int(steps.rstrip("r")),
+                            random_steps=steps.endswith("r"), fixed_point_steps=6,
+                            init_strategy="init")
+        ss = res.idata.sample_stats
+        div = np.asarray(ss.diverging)
+        blocks = div.reshape(10, -1, block).any(axis=(0, 2))
+        beta = res.idata.posterior["beta"].values
+        ess = min(float(az.ess(beta[..., k], method="bulk")) for k in range(beta.shape[-1]))
+        print(f"{ds} eps {eps} L {steps}: divergent {div.mean():.3f}, blocks with one "
+              f"{blocks.mean():.2f}, acceptance {res.totals['accept_mean']:.2f}, ESJD/sqrt(L) "
+              f"{np.asarray(ss.esjd).mean() / np.sqrt(int(steps.rstrip('r'))):.3f}, min ESS/grad "
+              f"{ess / res.totals['n_grad']:.3f}", flush=True)
+
+
 def z_against(res, ref) -> float:
     """The largest |z| of β's means against the reference run, in both runs' MCSEs."""
     return agreement(moments(res, ["beta"]), moments(ref, ["beta"]))["max_abs_z"]
@@ -156,14 +181,19 @@ def parse_args(argv=None):
     ap.add_argument("--warmup", type=int, default=1000)
     ap.add_argument("--draws", type=int, default=5000)
     ap.add_argument("--seeds", default="0")
-    ap.add_argument("--out", required=True,
+    ap.add_argument("--out",
                     help="results JSON; with --paper, rewritten after every run and resumed "
                          "from (the runs already in it are skipped)")
     ap.add_argument("--plot", help="PNG of the box plots (monotone-sequence ESS; the bulk "
                                    "ESS beside it as <name>-bulk.png)")
     ap.add_argument("--plot-only", action="store_true",
                     help="redraw --plot from --out and print its Markdown table")
+    ap.add_argument("--check", metavar="DATASET=EPS:L,...",
+                    help="only run rmhmc at fixed settings on one data set and print its "
+                         "divergences per bandit block (e.g. ripley=0.5:3r,0.203:6)")
     args = ap.parse_args(argv)
+    if not args.out and not args.check:
+        ap.error("--out is required")
     if args.paper:
         vars(args).update(PAPER_RUN)
     return args
@@ -193,6 +223,10 @@ def draw(args, runs) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.check:
+        ds, _, items = args.check.partition("=")
+        check(ds, items)
+        return 0
     settings = PAPER_SETTINGS if args.paper else SETTINGS
     meta = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "plot_only")}
     out = Path(args.out)
