@@ -17,7 +17,8 @@ bulk ESS, min / median / max over β per gradient of that chain), the paper's bo
 its 10 single-chain runs, and `--plot` draws them as Fig. 2's box plots:
 
     python experiments/rmhmc_logistic.py --paper --seeds 0 \\
-        --out benchmarks/results/rmhmc-logistic-paper.json --plot docs/figures/rmhmc_logistic_paper.png
+        --out benchmarks/results/rmhmc-logistic-paper.json \\
+        --plot docs/figures/rmhmc_logistic_paper.png
 
 Recorded: ArviZ's bulk ESS of each coefficient (min / median / max), per gradient of the
 sampling phase, per gradient with the warm-up's, and per second of sampling (compilation
