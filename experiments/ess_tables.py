@@ -121,3 +121,24 @@ def read_results(path) -> dict:
     from pathlib import Path
 
     return json.loads(Path(path).read_text())
+
+
+def per_chain_ess(res, names) -> dict:
+    """ESS of each chain alone, as the paper's boxes are over its single-chain runs: the
+    monotone-sequence ESS of Girolami & Calderhead (2011) (`diagnostics.monotone_ess`) and
+    ArviZ's bulk ESS, each (chains, k) over the named variables' coordinates; beside them the
+    pooled monotone-sequence ESS of every coordinate (k,)."""
+    from bomcmc.diagnostics.monotone_ess import monotone_ess, pooled_monotone_ess
+
+    draws = _flat(res, names)
+    chains, _, k = draws.shape
+    mono = np.array([[monotone_ess(draws[c, :, j]) for j in range(k)] for c in range(chains)])
+    bulk = np.array([[float(np.squeeze(az.ess(draws[c, :, j], method="bulk")))
+                      for j in range(k)] for c in range(chains)])
+    pooled = np.array([pooled_monotone_ess(draws[..., j]) for j in range(k)])
+    return {"monotone": mono, "bulk": bulk, "pooled_monotone": pooled}
+
+
+def spread(ess: np.ndarray) -> dict:
+    """min / median / max over the last axis (the coordinates) of an ESS array."""
+    return {"min": np.min(ess, -1), "median": np.median(ess, -1), "max": np.max(ess, -1)}

@@ -10,6 +10,16 @@ Per (data set, sampler, seed), one run of `--chains` chains in float64:
           Calderhead's start is β = 10⁻³·1), warm-up = burn-in at that setting;
 - armhmc  the GP bandit over (ε, L) in ε ∈ [0.01, 1] × L ∈ {1..20}, chains from bomcmc's
           dispersed starts, adapting in burn-in and after.
+With `--paper`, the protocol of Wang, Mohamed & de Freitas (2013) §5.1 instead: ARMHMC's box
+ε ∈ [0.1, 1] × L ∈ {1..12}, 10 chains, 1000 burn-in + 5000 draws; each run also records every
+chain's own ESS (the monotone-sequence estimator of Girolami & Calderhead 2011 and ArviZ's
+bulk ESS, min / median / max over β per gradient of that chain), the paper's boxes being over
+its 10 single-chain runs, and `--plot` draws them as Fig. 2's box plots:
+
+    python experiments/rmhmc_logistic.py --paper --seeds 0 \\
+        --out benchmarks/results/rmhmc-logistic-paper.json \\
+        --plot docs/figures/rmhmc_logistic_paper.png
+
 Recorded: ArviZ's bulk ESS of each coefficient (min / median / max), per gradient of the
 sampling phase, per gradient with the warm-up's, and per second of sampling (compilation
 excluded; the metric's cost is in the seconds, not in the gradients); acceptance; the share
@@ -26,7 +36,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from ess_tables import agreement, ess_figures, moments
+from ess_tables import (agreement, ess_figures, moments, per_chain_ess, read_results,
+                        spread, write_results)
 
 import bomcmc
 
@@ -36,6 +47,10 @@ SETTINGS = {
                   init_strategy="init"),
     "armhmc": dict(eps_bounds=(0.01, 1.0), steps_bounds=(1, 20)),
 }
+# Wang, Mohamed & de Freitas (2013) §5.1: ARMHMC's box; RMHMC stays at Girolami & Calderhead's.
+PAPER_SETTINGS = {"rmhmc": SETTINGS["rmhmc"],
+                  "armhmc": dict(eps_bounds=(0.1, 1.0), steps_bounds=(1, 12))}
+PAPER_RUN = dict(chains=10, warmup=1000, draws=5000)
 
 
 def figures(res) -> dict:
@@ -49,47 +64,206 @@ def figures(res) -> dict:
     return out
 
 
+def chain_figures(res) -> dict:
+    """Each chain's ESS of β (monotone-sequence and bulk; min / median / max over
+    coefficients) per gradient of that chain's sampling phase, and with its 1/C share of the
+    warm-up's gradients; the pooled monotone-sequence ESS per gradient; each chain's
+    acceptance, median ε and median L of the sampling phase."""
+    ess = per_chain_ess(res, ["beta"])
+    ss = res.idata.sample_stats
+    grads = np.asarray(ss.n_grad).sum(axis=1).astype(float)
+    warm = res.totals["n_grad_warmup"] / grads.size
+    out = {"chain_n_grad": grads, "chain_accept": np.asarray(ss.acceptance_rate).mean(1),
+           "chain_eps_median": np.median(np.asarray(ss.step_size), 1),
+           "chain_L_median": np.median(np.asarray(ss.n_steps), 1)}
+    for est in ("monotone", "bulk"):
+        for k, v in spread(ess[est]).items():
+            out[f"chain_{est}_{k}"] = v
+            out[f"chain_{est}_per_grad_{k}"] = v / grads
+            out[f"chain_{est}_per_grad_all_{k}"] = v / (grads + warm)
+    for k, v in spread(ess["pooled_monotone"]).items():
+        out[f"pooled_monotone_{k}"] = float(v)
+        out[f"pooled_monotone_per_grad_{k}"] = float(v) / res.totals["n_grad"]
+        out[f"pooled_monotone_per_grad_all_{k}"] = float(v) / (res.totals["n_grad"]
+                                                               + res.totals["n_grad_warmup"])
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in out.items()}
+
+
+def plot_boxes(runs, path, estimator: str = "monotone") -> None:
+    """Fig. 2's bottom row as box plots: one box per data set and sampler over the chains
+    (and seeds) of each run's ESS per gradient, rows min / median / max over β."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [d for d in DATASETS if any(r["dataset"] == d for r in runs)]
+    fig, axes = plt.subplots(3, len(names), figsize=(2.6 * len(names), 7), squeeze=False)
+    for j, ds in enumerate(names):
+        for i, k in enumerate(("min", "median", "max")):
+            ax = axes[i, j]
+            data = [[x for r in runs if r["dataset"] == ds and r["sampler"] == s
+                     for x in r.get(f"chain_{estimator}_per_grad_{k}", [])]
+                    for s in ("rmhmc", "armhmc")]
+            ax.boxplot(data)
+            ax.set_xticks([1, 2], ["RMHMC", "ARMHMC"])
+            ax.set_title(f"{ds}: {k}" if i == 0 else k, fontsize=9)
+            ax.tick_params(labelsize=8)
+            if j == 0:
+                ax.set_ylabel(f"{k} ESS / gradient")
+    fig.suptitle(f"{estimator} ESS per gradient, one value per chain", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def table(runs) -> str:
+    """The Markdown table of docs/rmhmc.md from a `--paper` results JSON's runs: ESS per
+    gradient of β (min / median / max over coefficients), pooled over the chains (ArviZ's bulk
+    and the monotone-sequence ESS) and per chain (median over chains of each chain's min),
+    without and with the warm-up's gradients; acceptance, the median ε and L, unconverged
+    fixed points and the largest |z| against NUTS."""
+    lines = ["| data set | sampler | bulk, pooled: min / med / max | monotone, pooled: min / "
+             "med / max | monotone per chain: min (median over chains) | the same, warm-up "
+             "counted | bulk pooled min, warm-up counted | acceptance | ε, L (median) | fixed "
+             "points unconverged | max \\|z\\| vs NUTS |", "|---" * 11 + "|"]
+    for r in sorted(runs, key=lambda r: (DATASETS.index(r["dataset"]), r["sampler"] != "rmhmc",
+                                         r["seed"])):
+        f = "{:.3f}".format
+        lines.append(
+            f"| {r['dataset']} | {r['sampler']} | {f(r['per_grad_min'])} / "
+            f"{f(r['per_grad_median'])} / {f(r['per_grad_max'])} | "
+            f"{f(r['pooled_monotone_per_grad_min'])} / {f(r['pooled_monotone_per_grad_median'])}"
+            f" / {f(r['pooled_monotone_per_grad_max'])} | "
+            f"{f(np.median(r['chain_monotone_per_grad_min']))} | "
+            f"{f(np.median(r['chain_monotone_per_grad_all_min']))} | "
+            f"{f(r['per_grad_all_min'])} | {r['accept']:.2f} | "
+            f"{np.median(r['chain_eps_median']):.3f}, {np.median(r['chain_L_median']):.0f} | "
+            f"{100 * r.get('fixed_point_failed', 0):.1f} % | {r['z_vs_nuts']:.2f} |")
+    return "\n".join(lines)
+
+
+def check(ds: str, settings: str, block: int = 10) -> None:
+    """`rmhmc` on `ds` at fixed settings "ε:L" (an "r" after L: L_r ~ U{1..L}), 10 chains of
+    200 warm-up + 1000 draws: the share of divergent transitions, the share of the bandit's
+    blocks (`block` transitions × 10 chains) holding one, which its ESJD reward scores 0
+    (`tuning.rewards.esjd`), that reward, and the min bulk ESS per gradient."""
+    import arviz as az
+
+    for item in settings.split(","):
+        eps, steps = item.split(":")
+        res = bomcmc.sample(posterior=f"logistic-{ds}", sampler="rmhmc", chains=10, draws=1000,
+                            warmup=200, seed=0, float64=True, progress=False,
+                            step_size=float(eps), steps=int(steps.rstrip("r")),
+                            random_steps=steps.endswith("r"), fixed_point_steps=6,
+                            init_strategy="init")
+        ss = res.idata.sample_stats
+        div = np.asarray(ss.diverging)
+        blocks = div.reshape(10, -1, block).any(axis=(0, 2))
+        beta = res.idata.posterior["beta"].values
+        ess = min(float(az.ess(beta[..., k], method="bulk")) for k in range(beta.shape[-1]))
+        print(f"{ds} eps {eps} L {steps}: divergent {div.mean():.3f}, blocks with one "
+              f"{blocks.mean():.2f}, acceptance {res.totals['accept_mean']:.2f}, ESJD/sqrt(L) "
+              f"{np.asarray(ss.esjd).mean() / np.sqrt(int(steps.rstrip('r'))):.3f}, min ESS/grad "
+              f"{ess / res.totals['n_grad']:.3f}", flush=True)
+
+
 def z_against(res, ref) -> float:
     """The largest |z| of β's means against the reference run, in both runs' MCSEs."""
     return agreement(moments(res, ["beta"]), moments(ref, ["beta"]))["max_abs_z"]
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", default=",".join(DATASETS))
+    ap.add_argument("--paper", action="store_true",
+                    help="the paper's protocol: ARMHMC box [0.1, 1] x {1..12}, 10 chains, "
+                         "1000 + 5000, per-chain ESS (overrides --chains/--warmup/--draws)")
     ap.add_argument("--chains", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=1000)
     ap.add_argument("--draws", type=int, default=5000)
     ap.add_argument("--seeds", default="0")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out",
+                    help="results JSON; with --paper, rewritten after every run and resumed "
+                         "from (the runs already in it are skipped)")
+    ap.add_argument("--plot", help="PNG of the box plots (monotone-sequence ESS; the bulk "
+                                   "ESS beside it as <name>-bulk.png)")
+    ap.add_argument("--plot-only", action="store_true",
+                    help="redraw --plot from --out and print its Markdown table")
+    ap.add_argument("--check", metavar="DATASET=EPS:L,...",
+                    help="only run rmhmc at fixed settings on one data set and print its "
+                         "divergences per bandit block (e.g. ripley=0.5:3r,0.203:6)")
     args = ap.parse_args(argv)
-    runs = []
+    if not args.out and not args.check:
+        ap.error("--out is required")
+    if args.paper:
+        vars(args).update(PAPER_RUN)
+    return args
+
+
+def run_one(post, sampler, kw, seed, args, ref, paper) -> dict:
+    """One run of `--chains` chains of `sampler` on `post`, with its figures."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = bomcmc.sample(posterior=post, sampler=sampler, chains=args.chains,
+                            draws=args.draws, warmup=args.warmup, seed=seed,
+                            float64=True, progress=False, **kw)
+    row = {"dataset": post.removeprefix("logistic-"), "sampler": sampler, "seed": seed,
+           **figures(res), "z_vs_nuts": z_against(res, ref),
+           "warnings": [str(w.message).split(":")[0] for w in caught
+                        if issubclass(w.category, bomcmc.SamplingWarning)]}
+    if paper:
+        row.update(chain_figures(res))
+    return row
+
+
+def draw(args, runs) -> None:
+    if args.plot:
+        plot_boxes(runs, args.plot, "monotone")
+        plot_boxes(runs, str(Path(args.plot).with_suffix("")) + "-bulk.png", "bulk")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.check:
+        ds, _, items = args.check.partition("=")
+        check(ds, items)
+        return 0
+    settings = PAPER_SETTINGS if args.paper else SETTINGS
+    meta = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "plot_only")}
+    out = Path(args.out)
+    runs = read_results(out)["runs"] if args.paper and out.exists() else []
+    if args.plot_only:
+        draw(args, read_results(out)["runs"])
+        print(table(read_results(out)["runs"]))
+        return 0
+    done = {(r["dataset"], r["sampler"], r["seed"]) for r in runs}
     t0 = time.time()
     for ds in args.datasets.split(","):
         post = f"logistic-{ds}"
+        todo = [(s, kw, seed) for s, kw in settings.items()
+                for seed in map(int, args.seeds.split(",")) if (ds, s, seed) not in done]
+        if not todo:
+            continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ref = bomcmc.sample(posterior=post, sampler="nuts", chains=4, draws=5000,
                                 warmup=1000, seed=1000, float64=True, progress=False)
-        for sampler, kw in SETTINGS.items():
-            for seed in map(int, args.seeds.split(",")):
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    res = bomcmc.sample(posterior=post, sampler=sampler, chains=args.chains,
-                                        draws=args.draws, warmup=args.warmup, seed=seed,
-                                        float64=True, progress=False, **kw)
-                row = {"dataset": ds, "sampler": sampler, "seed": seed, **figures(res),
-                       "z_vs_nuts": z_against(res, ref),
-                       "warnings": [str(w.message).split(":")[0] for w in caught
-                                    if issubclass(w.category, bomcmc.SamplingWarning)]}
-                runs.append(row)
-                print(f"{ds} {sampler} seed {seed}: min ESS/grad {row['per_grad_min']:.4f} "
-                      f"(with warm-up {row['per_grad_all_min']:.4f}), min ESS/s "
-                      f"{row['per_s_min']:.1f}, |z| {row['z_vs_nuts']:.2f}, "
-                      f"{time.time() - t0:.0f} s", flush=True)
-    meta = {k: v for k, v in vars(args).items() if k != "out"}
-    Path(args.out).write_text(json.dumps({"meta": meta, "settings": SETTINGS, "runs": runs},
-                                         indent=1, default=list))
+        for sampler, kw, seed in todo:
+            row = run_one(post, sampler, kw, seed, args, ref, args.paper)
+            runs.append(row)
+            print(f"{ds} {sampler} seed {seed}: min ESS/grad {row['per_grad_min']:.4f} "
+                  f"(with warm-up {row['per_grad_all_min']:.4f}), min ESS/s "
+                  f"{row['per_s_min']:.1f}, |z| {row['z_vs_nuts']:.2f}, "
+                  f"{time.time() - t0:.0f} s", flush=True)
+            if args.paper:
+                write_results(out, {"meta": meta, "settings": settings, "runs": runs},
+                              complete=False)
+    if args.paper:
+        write_results(out, {"meta": meta, "settings": settings, "runs": runs}, complete=True)
+        draw(args, runs)
+    else:
+        out.write_text(json.dumps({"meta": meta, "settings": settings, "runs": runs},
+                                  indent=1, default=list))
     return 0
 
 

@@ -43,3 +43,15 @@ def test_agreement_passes_the_same_distribution_and_flags_a_wider_one():
     # off (measured: max sd z 7.1-8.1, 5 or 6 of the 6 sds above 4, seeds 1-5)
     assert wide["max_abs_sd_z"] > 4 and wide["share_sd_z_above_4"] > 0.5
     assert wide["max_abs_z"] < 4  # the means still agree
+
+
+def test_per_chain_ess_is_each_chains_own_near_the_ar1_value():
+    # AR(1) with φ = 0.5: ESS = N (1 − φ)/(1 + φ) = 2000/3 ≈ 667 per chain, 2667 pooled
+    # (measured on this series: monotone 535-793, bulk 511-790, pooled 2434-2827)
+    et = _module()
+    ess = et.per_chain_ess(_run(2), ("x",))
+    assert ess["monotone"].shape == ess["bulk"].shape == (4, 6)
+    assert np.all(np.abs(ess["monotone"] / 667 - 1) < 0.3)
+    assert np.all(np.abs(ess["bulk"] / 667 - 1) < 0.3)
+    assert np.all(np.abs(ess["pooled_monotone"] / 2667 - 1) < 0.2)
+    assert et.spread(ess["monotone"])["min"].shape == (4,)
