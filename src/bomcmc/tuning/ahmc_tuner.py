@@ -88,6 +88,8 @@ class AHMCTuner(GPBanditTuner):
         divergence_margin: after burn-in ε ≤ margin × the smallest ε that diverged under
             the metric (`divergence_ceiling`, 0.8); None: no ceiling.
         logdensity_fn, start_positions: for Stan's step-size heuristic (the relative box).
+        search: the acquisition's maximiser, "grid" (`acquisition.maximize_grid`) or
+            "direct" (DIRECT + L-BFGS-B, as GPBanditTuner); `bandit.BanditConfig`.
         other keyword arguments: GPBanditTuner's.
     """
 
@@ -98,7 +100,7 @@ class AHMCTuner(GPBanditTuner):
                  batch: int | None = None, steps_cap: int | None = STEPS_CAP,
                  reward: str = "esjd", settle: bool = False, logdensity_fn=None,
                  start_positions=None, divergence_margin: float | None = ceil.MARGIN,
-                 **options):
+                 search: str = "grid", **options):
         if options.get("budget") is not None:
             raise BomcmcError("AHMC sets its chunk lengths from the burn-in (no budget)")
         warmup, thin = int(warmup), max(1, int(thin))
@@ -110,6 +112,9 @@ class AHMCTuner(GPBanditTuner):
         self.sampling_draws = max(1, self.step_transitions // thin)
         self.batch = None if batch is None else int(batch)  # None: chosen from the chains
         super().__init__(k=max(self.burn_steps, 1), reward=reward, **options)
+        if search not in ("grid", "direct"):
+            raise BomcmcError(f"search must be 'grid' or 'direct', not {search!r}")
+        self.config = self.config._replace(search=search)
         self.steps_max = self.steps_request[1]  # the box's own bound on L
         cap = int(steps_cap) if steps_cap else None  # 0 or None: the whole box
         if cap is not None:
