@@ -111,10 +111,9 @@ class AHMCTuner(GPBanditTuner):
         self.longer = warmup % self.burn_steps if self.burn_steps else 0
         self.sampling_draws = max(1, self.step_transitions // thin)
         self.batch = None if batch is None else int(batch)  # None: chosen from the chains
-        super().__init__(k=max(self.burn_steps, 1), reward=reward, **options)
         if search not in ("grid", "direct"):
             raise BomcmcError(f"search must be 'grid' or 'direct', not {search!r}")
-        self.config = self.config._replace(search=search)
+        super().__init__(k=max(self.burn_steps, 1), reward=reward, search=search, **options)
         self.steps_max = self.steps_request[1]  # the box's own bound on L
         cap = int(steps_cap) if steps_cap else None  # 0 or None: the whole box
         if cap is not None:
