@@ -28,8 +28,8 @@ import numpy as np
 from scipy.optimize import direct, minimize, minimize_scalar
 from scipy.special import ndtr
 
-GRID_POINTS = 33  # the continuous axis's grid in `maximize_grid`, ends included
-GRID_INTEGERS = 32  # at most this many values of each integer axis
+GRID_POINTS = 17  # the continuous axis's grid in `maximize_grid`, ends included
+GRID_INTEGERS = 16  # at most this many values of each integer axis
 
 
 def norm_cdf(z: float) -> float:
