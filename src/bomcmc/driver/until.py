@@ -60,8 +60,33 @@ def precision(positions: np.ndarray) -> Precision:
                      float(rhat.max()))
 
 
+def short_of(positions: np.ndarray, target: float, order) -> int | None:
+    """The first coordinate, in `order`, whose bulk ESS is below `target` (or None): the
+    rule cannot hold then, whatever the tail ESS and R-hat. Each coordinate's ESS is
+    `precision`'s own (ArviZ's estimator on that coordinate alone, the same numbers), so
+    trying the coordinate that fell short last time first settles most chunks with one
+    coordinate's ESS instead of every coordinate's bulk and tail ESS and R-hat."""
+    import arviz as az
+
+    flat = np.asarray(positions, np.float64).reshape(positions.shape[0], positions.shape[1], -1)
+    with numpy_path():
+        for j in order:
+            ess = float(np.nan_to_num(az.ess(np.ascontiguousarray(flat[:, :, j]),
+                                             method="bulk"), nan=0.0))
+            if not ess >= target:
+                return int(j)
+    return None
+
+
 class Until:
-    """The stopping rule of one run: the sampling draws so far, every chain's."""
+    """The stopping rule of one run: the sampling draws so far, every chain's.
+
+    After each chunk the rule first looks for a coordinate whose bulk ESS is short of the
+    target (`short_of`, the one short last time first), and computes the whole `precision`
+    only where none is: the same decisions at a fraction of the cost (on logistic-german,
+    4 chains of 10-draw chunks up to ESS 3500, the rule's 188 readings took 29 s of a 45 s
+    run). `last` is the last whole precision; `report` computes it for the draws so far
+    where the last reading stopped short."""
 
     def __init__(self, target: float, seconds: float | None):
         self.target, self.seconds = float(target), seconds
@@ -69,6 +94,8 @@ class Until:
         self.wall = 0.0
         self.last: Precision | None = None
         self.done = False
+        self._order: list[int] | None = None  # coordinates, the last one short first
+        self._stale = False  # `last` is not of the draws so far
 
     @classmethod
     def resumed(cls, target: float, seconds: float | None, store) -> "Until":
@@ -87,11 +114,22 @@ class Until:
         if self.seconds is not None and self.wall >= self.seconds:
             self.done = True
         if draws >= MIN_DRAWS:
-            self.last = precision(np.concatenate(self.parts, axis=1))
-            self.done = self.done or self.last.reaches(self.target)
+            x = np.concatenate(self.parts, axis=1)
+            if self._order is None:
+                self._order = list(range(int(np.prod(x.shape[2:], dtype=int))))
+            short = short_of(x, self.target, self._order)
+            if short is None:
+                self.last, self._stale = precision(x), False
+                self.done = self.done or self.last.reaches(self.target)
+            else:
+                self._order.remove(short)
+                self._order.insert(0, short)
+                self._stale = True
 
     def report(self) -> dict:
         """What run.json records: the target, whether it was reached, and the precision."""
+        if self._stale:
+            self.last, self._stale = precision(np.concatenate(self.parts, axis=1)), False
         out = {"until_ess": self.target, "until_seconds": self.seconds,
                "reached": bool(self.last is not None and self.last.reaches(self.target)),
                "sampling_s": self.wall}
