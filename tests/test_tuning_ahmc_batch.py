@@ -80,6 +80,9 @@ def test_the_cap_grows_near_its_top_and_carries_over_a_metric_update():
     assert t.gp.n_obs == 2 and t.gp.lengthscales[1] == pytest.approx(scale * 15 / 7)
     t.bandit = bandit.observe(t.bandit, (math.log(0.1), 15), 9.0)
     assert grow() and t.upper[1] == 32
+    # the grown box as JSON reads it back (a float), so a resumed state is the same text
+    assert json.dumps(bandit.to_json(t.bandit)["box"]) == json.dumps(
+        bandit.to_json(bandit.from_json(bandit.to_json(t.bandit), t.config))["box"])
     # a metric update: the new epoch's cap is twice the last epoch's best L
     t.reset_gp()
     t.bandit = bandit.observe(t.bandit, (math.log(0.1), 5), 1.0)

@@ -151,7 +151,7 @@ def grid_axes(lower, upper, integer, points: int = GRID_POINTS,
             else:
                 vals = np.unique(np.floor(np.linspace(a, b, integers) + 0.5))
         else:
-            vals = np.array([float(lo)]) if hi <= lo else np.linspace(lo, hi, points)
+            vals = np.array([float(lo)]) if hi <= lo else lo + (hi - lo) * (np.arange(points) + 0.5) / points
         axes.append(vals)
     return axes
 
@@ -179,7 +179,8 @@ def maximize_grid(fn_batch: Callable[[np.ndarray], np.ndarray],
     grid = axes[c]
     if polish and grid.size > 1:
         k = int(np.searchsorted(grid, x[c]))
-        a, b = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
+        a = grid[k - 1] if k > 0 else lower[c]
+        b = grid[k + 1] if k + 1 < grid.size else upper[c]
         probe = x.copy()
 
         def neg(t):

@@ -88,9 +88,7 @@ class AHMCTuner(GPBanditTuner):
         divergence_margin: after burn-in ε ≤ margin × the smallest ε that diverged under
             the metric (`divergence_ceiling`, 0.8); None: no ceiling.
         logdensity_fn, start_positions: for Stan's step-size heuristic (the relative box).
-        search: the acquisition's maximiser, "grid" (`acquisition.maximize_grid`) or
-            "direct" (DIRECT + L-BFGS-B, as GPBanditTuner); `bandit.BanditConfig`.
-        other keyword arguments: GPBanditTuner's.
+        other keyword arguments: GPBanditTuner's, with search "grid" (not "direct").
     """
 
     name = "ahmc"
@@ -111,8 +109,6 @@ class AHMCTuner(GPBanditTuner):
         self.longer = warmup % self.burn_steps if self.burn_steps else 0
         self.sampling_draws = max(1, self.step_transitions // thin)
         self.batch = None if batch is None else int(batch)  # None: chosen from the chains
-        if search not in ("grid", "direct"):
-            raise BomcmcError(f"search must be 'grid' or 'direct', not {search!r}")
         super().__init__(k=max(self.burn_steps, 1), reward=reward, search=search, **options)
         self.steps_max = self.steps_request[1]  # the box's own bound on L
         cap = int(steps_cap) if steps_cap else None  # 0 or None: the whole box

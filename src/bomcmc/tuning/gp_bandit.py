@@ -154,6 +154,8 @@ class GPBanditTuner(Tuner):
                  search: str = "direct"):
         check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule, gp,
                       ald_threshold)
+        if search not in ("direct", "grid"):
+            raise BomcmcError(f"search must be 'grid' or 'direct', not {search!r}")
         try:
             self.reward_fn = get_reward(reward, **(reward_options or {}))
         except ValueError as e:
