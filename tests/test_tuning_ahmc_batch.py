@@ -113,10 +113,14 @@ def test_batch_burn_in_runs_per_group_knobs_then_one_shared_setting(tmp_path):
             assert len(set(eps)) == 1 and len(set(steps)) == 1 and len(entries) == 1
     distinct = [len(set(r["knobs.num_steps"])) for r in recs if int(r["phase"]) == 0]
     assert max(distinct) > 1  # the groups did run different settings
-    # burn-in's L never exceeded the cap, which starts at 8 and doubles at most once a step
-    state = json.loads(res.idata.tuning.attrs["tuner_state"])
-    warm_L = [int(r["knobs.num_steps"].max()) for r in recs if int(r["phase"]) == 0]
-    assert max(warm_L) <= state["steps_cap"] and warm_L[0] <= ahmc_tuner.STEPS_CAP
+    # burn-in's L never exceeded the cap in force when it was proposed (the state the chunk
+    # before left; the cap starts at 8, doubles at most once a step, and a metric update
+    # restarts it at twice the last incumbent's L, so the last cap may be below an earlier one)
+    warm = [r for r in recs if int(r["phase"]) == 0]
+    caps = [ahmc_tuner.STEPS_CAP] + [json.loads(str(r["tuner_state"]))["steps_cap"]
+                                     for r in warm[:-1]]
+    warm_L = [int(r["knobs.num_steps"].max()) for r in warm]
+    assert all(L <= cap for L, cap in zip(warm_L, caps)), list(zip(warm_L, caps))
 
 
 def test_the_mode_search_counts_its_evaluations():
