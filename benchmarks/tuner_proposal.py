@@ -23,7 +23,8 @@ from bomcmc.tuning import bandit
 from bomcmc.tuning.gp_bandit import GPBanditTuner
 
 VARIANTS = {
-    "UCB, DIRECT + L-BFGS-B (default)": dict(acquisition="ucb", polish=True),
+    "UCB, grid + Brent (ahmc's default)": dict(acquisition="ucb", polish=True, search="grid"),
+    "UCB, DIRECT + L-BFGS-B (gp_bandit's default)": dict(acquisition="ucb", polish=True),
     "UCB, DIRECT only": dict(acquisition="ucb", polish=False),
     "EI, DIRECT + L-BFGS-B": dict(acquisition="ei", polish=True),
 }

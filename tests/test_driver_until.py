@@ -87,3 +87,30 @@ def test_the_command_line_runs_until_precise(tmp_path, monkeypatch):
     assert all(run[k] >= 0 for k in phases + ["startup_s", "report_s"])
     assert sum(run[k] for k in phases) <= run["wall_s_total"] * 1.01
     assert run["wall_s_total"] - sum(run[k] for k in phases) < 0.5 * run["wall_s_total"]
+
+
+def test_the_rule_decides_as_the_whole_precision_at_every_chunk(monkeypatch):
+    """`Until.add` reads one coordinate's bulk ESS first and the whole precision only where
+    no coordinate falls short: the same decision after every chunk as `precision` alone,
+    with the whole precision computed a few times instead of after every chunk."""
+    from bomcmc.driver import until as until_mod
+
+    rng = np.random.default_rng(3)
+    # AR(1) chains, one coordinate slower than the others, in 20-draw chunks
+    rho = np.array([0.3, 0.7, 0.1])
+    x = np.zeros((4, 800, 3))
+    x[:, 0] = rng.normal(size=(4, 3))
+    for t in range(1, 800):
+        x[:, t] = rho * x[:, t - 1] + np.sqrt(1 - rho**2) * rng.normal(size=(4, 3))
+    target = 450.0  # reached near 500 draws
+    whole = until_mod.precision
+    calls = []
+    monkeypatch.setattr(until_mod, "precision", lambda p: calls.append(1) or whole(p))
+    rule = until_mod.Until(target, None)
+    for k in range(0, 800, 20):
+        rule.add(x[:, k:k + 20], 0.1)
+        assert rule.done == whole(x[:, :k + 20]).reaches(target), k + 20
+        if rule.done:
+            break
+    assert rule.done and len(calls) < (k + 20) // 20 / 2
+    assert rule.report()["ess_bulk"] == whole(x[:, :k + 20]).ess_bulk

@@ -12,7 +12,9 @@ ahmc,ahmc_paper`, when `mass="auto"` went dense from a correlation condition num
 instead of 10, which makes the metric on `logistic-pima` dense; then both again when the
 Laplace metric left out chains L-BFGS left far from the mode and the window estimates took
 Stan's regularisation in the coordinates' own scales, and L-BFGS restarted where its line
-search had gone uphill). Another CPU may round the last bits differently, so this
+search had gone uphill; then `--cases ahmc` when ahmc's proposals moved from DIRECT +
+L-BFGS-B to the grid search, `search="grid"`, while ahmc_paper, now with `search="direct"`,
+reproduced its recorded draws). Another CPU may round the last bits differently, so this
 test allows 1e-10; for the samplers whose knobs a host-side tuner chooses (ahmc, two_phase)
 1e-7, because the tuner's DIRECT and L-BFGS-B searches and the GP's Cholesky factors run on
 the CPU's BLAS and pass its rounding on to ε: on a second machine, ahmc's draws differed from

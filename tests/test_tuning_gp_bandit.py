@@ -189,6 +189,89 @@ def test_direct_finds_the_global_bump(polish):
     assert x1[0] == -2.3 and abs(x1[1] - 71.0) <= 1e-2 * 99
 
 
+def test_grid_axes_spread_integers_and_centre_the_continuous_axis():
+    eps, steps = acquisition.grid_axes([-3.0, 1.5], [-1.0, 6.2], [False, True], points=5)
+    np.testing.assert_allclose(eps, [-2.8, -2.4, -2.0, -1.6, -1.2])  # cell centres
+    np.testing.assert_array_equal(steps, [2, 3, 4, 5, 6])  # ⌈1.5⌉ .. ⌊6.2⌋
+    _, many = acquisition.grid_axes([0.0, 1.0], [1.0, 100.0], [False, True], integers=32)
+    assert many.size == 32 and many[0] == 1 and many[-1] == 100
+    assert np.all(many == np.round(many)) and np.all(np.diff(many) > 0)
+    _, none = acquisition.grid_axes([0.0, 3.2], [1.0, 3.6], [False, True])
+    np.testing.assert_array_equal(none, [3.0])  # no integer inside: the nearest to the middle
+    fixed, _ = acquisition.grid_axes([0.5, 1.0], [0.5, 2.0], [False, True])
+    np.testing.assert_array_equal(fixed, [0.5])
+
+
+def test_improvement_array_matches_the_scalar_formula():
+    gain = np.array([-1.0, 0.0, 0.3, 2.0, 0.5, -0.5])
+    sd = np.array([0.5, 1.0, 2.0, 0.1, 0.0, 0.0])
+    ref = [acquisition.improvement(g, s) for g, s in zip(gain, sd)]
+    np.testing.assert_allclose(acquisition.improvement_array(gain, sd), ref, rtol=1e-12,
+                               atol=1e-15)
+
+
+def test_grid_search_finds_the_best_integer_and_polishes_the_continuous_axis():
+    lower, upper = np.array([-7.0, 1.0]), np.array([0.0, 40.0])
+
+    def f(x):  # the best integer L is 17 (not the rounded maximiser over a continuous L)
+        return -((x[0] + 2.345) ** 2) - 0.3 * (x[1] - 17.4) ** 2
+
+    def f_batch(xs):
+        return np.array([f(x) for x in xs])
+
+    x, val = acquisition.maximize_grid(f_batch, f, lower, upper, [False, True])
+    assert x[1] == 17 and abs(x[0] + 2.345) < 1e-4 and val == pytest.approx(f(x))
+    x0, val0 = acquisition.maximize_grid(f_batch, f, lower, upper, [False, True], polish=False)
+    assert x0[1] == 17 and val0 <= val and abs(x0[0] + 2.345) <= 7.0 / 17 / 2
+    with pytest.raises(ValueError, match="one continuous axis"):
+        acquisition.maximize_grid(f_batch, f, lower, upper, [False, False])
+
+
+def _filled_state(n=30, seed=0):
+    box = bandit.KnobBox(("step_size", "num_steps"), (0.01, 1.0), (0.2, 16.0), (False, True),
+                         (True, False))
+    config = bandit.BanditConfig()
+    state = bandit.reset_gp(bandit.init(box, seed), config)
+    rng = np.random.default_rng(seed)
+    lo, hi = bandit.lower(box), bandit.upper(box)
+    for _ in range(n):
+        x = lo + (hi - lo) * rng.random(2)
+        x[1] = round(x[1])
+        r = 1.0 + math.sin(3 * x[0]) * math.cos(x[1] / 5) + 0.1 * rng.standard_normal()
+        state = bandit.observe(state, x, r)
+    return state._replace(i=n), config
+
+
+@pytest.mark.parametrize("kind", ["ucb", "ei"])
+def test_the_grid_proposal_is_the_best_of_its_grid_or_better(kind):
+    """The batch acquisition is the one-point one's, and the grid's proposal (an integer L)
+    scores at least the best of its grid candidates; `search="direct"` is untouched."""
+    state, config = _filled_state()
+    config = config._replace(acquisition=kind)
+    u = bandit.acquisition_fn(state, config, 0.5)
+    batch = bandit.acquisition_batch(state, config, 0.5)
+    xs = np.array([[-3.0, 2.0], [-2.0, 9.0], [-4.4, 16.0]])
+    np.testing.assert_allclose(batch(xs), [u(x) for x in xs], rtol=1e-10, atol=1e-12)
+    grid_config = config._replace(search="grid")
+    _, grid = bandit.propose(state, grid_config, 0.5)
+    axes = acquisition.grid_axes(bandit.lower(state.box), bandit.upper(state.box),
+                                 state.box.integer)
+    mesh = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 2)
+    assert isinstance(grid[1], int)
+    assert u(np.array(grid, float)) >= float(np.max(batch(mesh))) - 1e-12
+    assert bandit.uses_grid(state.box, grid_config) and not bandit.uses_grid(state.box, config)
+
+
+def test_ahmc_takes_the_search_option():
+    from bomcmc.errors import BomcmcError
+    from bomcmc.tuning.ahmc_tuner import AHMCTuner
+
+    assert AHMCTuner(warmup=100).config.search == "grid"
+    assert AHMCTuner(warmup=100, search="direct").config.search == "direct"
+    with pytest.raises(BomcmcError, match="search must be"):
+        AHMCTuner(warmup=100, search="nelder")
+
+
 # ---------------------------------------------------------------------------------------
 # Rewards
 # ---------------------------------------------------------------------------------------

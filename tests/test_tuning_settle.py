@@ -152,7 +152,9 @@ def test_warmup_argument():
 # ---------------------------------------------------------------------------------------
 # The driver: warmup=N exactly, warmup="auto" recorded, a cut run resumed bit for bit
 # ---------------------------------------------------------------------------------------
-KW = dict(posterior="gauss-2d-corr", sampler="ahmc", chains=4, draws=30, seed=3,
+# seed 4: the rule settles before the cap on 3 of seeds 0-4 with either search (DIRECT: 2, 3,
+# 4; the grid, the default since: 1, 2, 4), and seed 3 was one of DIRECT's
+KW = dict(posterior="gauss-2d-corr", sampler="ahmc", chains=4, draws=30, seed=4,
           chunk_size=10, float64=True, progress=False)
 
 

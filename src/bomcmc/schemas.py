@@ -151,6 +151,9 @@ AHMC_TUNER: Schema = (
     Option("gp", str, "full", "the bandit's GP (sparse: Engel's ALD dictionary, never reset)",
            choices=("full", "sparse")),
     Option("ald_threshold", nonneg_float, 1e-3, "ν of the sparse GP's ALD test"),
+    Option("search", str, "grid", "the acquisition's maximiser (grid: every L on a grid of "
+                                  "log ε, then Brent; direct: DIRECT + L-BFGS-B)",
+           choices=("grid", "direct")),
 )
 TUNERS: dict[str, Schema] = {
     "ahmc": AHMC_TUNER,

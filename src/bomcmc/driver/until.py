@@ -60,8 +60,35 @@ def precision(positions: np.ndarray) -> Precision:
                      float(rhat.max()))
 
 
+def short_of(positions: np.ndarray, target: float, order) -> int | None:
+    """The first coordinate, in `order`, that falls short of the rule (bulk ESS, then tail
+    ESS, below `target`, or R-hat above RHAT_MAX), or None where none does. Each figure is
+    `precision`'s own (ArviZ's estimators on that coordinate alone give the same numbers),
+    so trying the coordinate that fell short last time first settles most chunks with one
+    or two of one coordinate's figures instead of all of every coordinate's."""
+    import arviz as az
+
+    flat = np.asarray(positions, np.float64).reshape(positions.shape[0], positions.shape[1], -1)
+    with numpy_path():
+        for j in order:
+            x = np.ascontiguousarray(flat[:, :, j])
+            for method in ("bulk", "tail"):
+                if not float(np.nan_to_num(az.ess(x, method=method), nan=0.0)) >= target:
+                    return int(j)
+            if not float(np.nan_to_num(az.rhat(x), nan=math.inf)) <= RHAT_MAX:
+                return int(j)
+    return None
+
+
 class Until:
-    """The stopping rule of one run: the sampling draws so far, every chain's."""
+    """The stopping rule of one run: the sampling draws so far, every chain's.
+
+    After each chunk the rule first looks for a coordinate that falls short (`short_of`, the
+    one short last time first), and computes the whole `precision` only where none does:
+    the same decisions at a fraction of the cost (on logistic-german,
+    4 chains of 10-draw chunks up to ESS 3500, the rule's 188 readings took 29 s of a 45 s
+    run). `last` is the last whole precision; `report` computes it for the draws so far
+    where the last reading stopped short."""
 
     def __init__(self, target: float, seconds: float | None):
         self.target, self.seconds = float(target), seconds
@@ -69,6 +96,8 @@ class Until:
         self.wall = 0.0
         self.last: Precision | None = None
         self.done = False
+        self._order: list[int] | None = None  # coordinates, the last one short first
+        self._stale = False  # `last` is not of the draws so far
 
     @classmethod
     def resumed(cls, target: float, seconds: float | None, store) -> "Until":
@@ -87,11 +116,22 @@ class Until:
         if self.seconds is not None and self.wall >= self.seconds:
             self.done = True
         if draws >= MIN_DRAWS:
-            self.last = precision(np.concatenate(self.parts, axis=1))
-            self.done = self.done or self.last.reaches(self.target)
+            x = np.concatenate(self.parts, axis=1)
+            if self._order is None:
+                self._order = list(range(int(np.prod(x.shape[2:], dtype=int))))
+            short = short_of(x, self.target, self._order)
+            if short is None:
+                self.last, self._stale = precision(x), False
+                self.done = self.done or self.last.reaches(self.target)
+            else:
+                self._order.remove(short)
+                self._order.insert(0, short)
+                self._stale = True
 
     def report(self) -> dict:
         """What run.json records: the target, whether it was reached, and the precision."""
+        if self._stale:
+            self.last, self._stale = precision(np.concatenate(self.parts, axis=1)), False
         out = {"until_ess": self.target, "until_seconds": self.seconds,
                "reached": bool(self.last is not None and self.last.reaches(self.target)),
                "sampling_s": self.wall}

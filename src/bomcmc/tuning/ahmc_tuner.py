@@ -88,7 +88,7 @@ class AHMCTuner(GPBanditTuner):
         divergence_margin: after burn-in ε ≤ margin × the smallest ε that diverged under
             the metric (`divergence_ceiling`, 0.8); None: no ceiling.
         logdensity_fn, start_positions: for Stan's step-size heuristic (the relative box).
-        other keyword arguments: GPBanditTuner's.
+        other keyword arguments: GPBanditTuner's, with search "grid" (not "direct").
     """
 
     name = "ahmc"
@@ -98,7 +98,7 @@ class AHMCTuner(GPBanditTuner):
                  batch: int | None = None, steps_cap: int | None = STEPS_CAP,
                  reward: str = "esjd", settle: bool = False, logdensity_fn=None,
                  start_positions=None, divergence_margin: float | None = ceil.MARGIN,
-                 **options):
+                 search: str = "grid", **options):
         if options.get("budget") is not None:
             raise BomcmcError("AHMC sets its chunk lengths from the burn-in (no budget)")
         warmup, thin = int(warmup), max(1, int(thin))
@@ -109,7 +109,7 @@ class AHMCTuner(GPBanditTuner):
         self.longer = warmup % self.burn_steps if self.burn_steps else 0
         self.sampling_draws = max(1, self.step_transitions // thin)
         self.batch = None if batch is None else int(batch)  # None: chosen from the chains
-        super().__init__(k=max(self.burn_steps, 1), reward=reward, **options)
+        super().__init__(k=max(self.burn_steps, 1), reward=reward, search=search, **options)
         self.steps_max = self.steps_request[1]  # the box's own bound on L
         cap = int(steps_cap) if steps_cap else None  # 0 or None: the whole box
         if cap is not None:

@@ -61,8 +61,11 @@ class BanditConfig(NamedTuple):
     """The bandit's fixed hyperparameters: the acquisition ("ucb", the annealed UCB of Wang,
     Mohamed & de Freitas 2013 §3, or "ei") with its δ and ξ, DIRECT's evaluation budget and
     the L-BFGS-B polish, the GP's variances and length-scale factor, the rescaling
-    s = rescale / max_j r_j (None: s = 1), and the GP: "full" (`gp.GaussianProcess`) or
-    "sparse" (`sparse_gp.SparseGaussianProcess`, ALD threshold `ald_threshold`)."""
+    s = rescale / max_j r_j (None: s = 1), the GP: "full" (`gp.GaussianProcess`) or
+    "sparse" (`sparse_gp.SparseGaussianProcess`, ALD threshold `ald_threshold`), and the
+    search: "direct" (DIRECT + L-BFGS-B, `acquisition.maximize`) or "grid" (a vectorised
+    grid over the integer values and a Brent polish, `acquisition.maximize_grid`, for a box
+    with one continuous axis; DIRECT on other boxes)."""
 
     acquisition: str = "ucb"
     delta: float = 0.1
@@ -75,6 +78,7 @@ class BanditConfig(NamedTuple):
     rescale: float | None = RESCALE
     gp: str = "full"
     ald_threshold: float = ALD_THRESHOLD
+    search: str = "direct"
 
 
 class BanditState(NamedTuple):
@@ -271,17 +275,54 @@ def acquisition_fn(state: BanditState, config: BanditConfig, p: float, grad: boo
     return u_and_grad
 
 
+def acquisition_batch(state: BanditState, config: BanditConfig, p: float):
+    """Rows of points ↦ u at each, for `acquisition.maximize_grid`: `acquisition_fn`'s
+    formulas on the GP's `predict` over all rows at once."""
+    from . import acquisition
+
+    gp = state.gp
+    s = scale(state, config)
+    if config.acquisition == "ucb":
+        beta = schedules.beta(max(gp.n_obs, 1), d=2, delta=config.delta)
+
+        def u(xs):
+            mean, var = gp.predict(xs)
+            return acquisition.ucb(mean, np.sqrt(var), s, p, beta)
+    else:
+        best = s * float(np.max(gp.mean(gp.X))) + config.xi  # y* + ξ
+
+        def u(xs):
+            mean, var = gp.predict(xs)
+            return acquisition.improvement_array(s * mean - best, np.sqrt(var))
+
+    return u
+
+
+def uses_grid(box: KnobBox, config: BanditConfig) -> bool:
+    """Whether `propose` searches by `acquisition.maximize_grid`: config.search is "grid"
+    and the box has integer axes and exactly one continuous axis."""
+    return (config.search == "grid" and any(box.integer)
+            and sum(not it for it in box.integer) == 1)
+
+
 def propose(state: BanditState, config: BanditConfig, p: float,
             region: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[BanditState, tuple]:
     """Step 3's move: argmax u(γ) over `region` (default the box) by DIRECT + L-BFGS-B
-    (analytic gradient), snapped to the box; the state moves there."""
+    (analytic gradient), or by the grid and Brent polish (`uses_grid`), snapped to the box;
+    the state moves there."""
     from . import acquisition
 
     lo, hi = region if region is not None else (lower(state.box), upper(state.box))
     with one_blas_thread():
-        x, _ = acquisition.maximize(acquisition_fn(state, config, p), lo, hi,
-                                    maxfun=config.maxfun, polish=config.polish,
-                                    value_and_grad=acquisition_fn(state, config, p, grad=True))
+        if uses_grid(state.box, config):
+            x, _ = acquisition.maximize_grid(acquisition_batch(state, config, p),
+                                             acquisition_fn(state, config, p), lo, hi,
+                                             state.box.integer, polish=config.polish)
+        else:
+            x, _ = acquisition.maximize(acquisition_fn(state, config, p), lo, hi,
+                                        maxfun=config.maxfun, polish=config.polish,
+                                        value_and_grad=acquisition_fn(state, config, p,
+                                                                      grad=True))
     point = snap(state.box, x)
     return state._replace(point=point), point
 

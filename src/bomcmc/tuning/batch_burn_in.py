@@ -37,8 +37,9 @@ class BurnInState(NamedTuple):
 
 
 def capped_box(box: KnobBox, steps_max: float, cap: int | None) -> KnobBox:
-    """The box with L at most `cap` (None: up to `steps_max`, the box's own bound)."""
-    hi = steps_max if cap is None else min(steps_max, cap)
+    """The box with L at most `cap` (None: up to `steps_max`, the box's own bound), a float
+    as a box read back from JSON holds it (a resumed run's state is then the same text)."""
+    hi = float(steps_max if cap is None else min(steps_max, cap))
     return box._replace(upper=(box.upper[0], hi))
 
 

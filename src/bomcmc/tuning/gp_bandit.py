@@ -132,6 +132,8 @@ class GPBanditTuner(Tuner):
             `sparse_gp.SparseGaussianProcess`: bounded cost, and AHMC never resets it).
         ald_threshold: ν of the sparse GP's ALD test, in the kernel's units (1e-3).
         box: a `bandit.KnobBox` of two other knobs, in place of eps_bounds and steps_bounds.
+        search: the acquisition's maximiser, "direct" (DIRECT + L-BFGS-B) or "grid"
+            (`acquisition.maximize_grid`); `bandit.BanditConfig`.
     """
 
     name = "gp_bandit"
@@ -148,9 +150,12 @@ class GPBanditTuner(Tuner):
                  noise_var: float = NOISE_VAR,
                  lengthscale_factor: float = LENGTHSCALE_FACTOR,
                  rescale: float | None = RESCALE, box: KnobBox | None = None,
-                 gp: str = "full", ald_threshold: float = ALD_THRESHOLD):
+                 gp: str = "full", ald_threshold: float = ALD_THRESHOLD,
+                 search: str = "direct"):
         check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule, gp,
                       ald_threshold)
+        if search not in ("direct", "grid"):
+            raise BomcmcError(f"search must be 'grid' or 'direct', not {search!r}")
         try:
             self.reward_fn = get_reward(reward, **(reward_options or {}))
         except ValueError as e:
@@ -162,7 +167,7 @@ class GPBanditTuner(Tuner):
         self.config = BanditConfig(acquisition, float(delta), float(xi), int(maxfun),
                                    bool(polish), float(signal_var), float(noise_var),
                                    float(lengthscale_factor), rescale, gp,
-                                   float(ald_threshold))
+                                   float(ald_threshold), search)
         self.steps_request = tuple(map(float, steps_bounds))  # for a box relative to ε₀
         if box is None and eps_bounds is not None:
             box = hmc_box(eps_bounds, steps_bounds)
@@ -364,6 +369,8 @@ class GPBanditTuner(Tuner):
         else the state's own (a `state_dict()` with history), else empty."""
         saved = {k: v for k, v in (state.get("config") or {}).items()
                  if k in BanditConfig._fields}
+        if saved:  # a state saved before the grid search was searched by DIRECT
+            saved.setdefault("search", "direct")
         self.config = self.config._replace(**saved)
         box = box_of_state(state)
         point = state.get("point", state.get("gamma"))  # "gamma" in runs of bomcmc 0.1.0

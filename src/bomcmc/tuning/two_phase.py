@@ -134,11 +134,12 @@ class TwoPhaseTuner(AHMCTuner):
         # EI sees μ in units of the best reward c (`policy_scale`), the scale on which the
         # unit signal variance of Mahendran et al.'s code was set (h ≤ 1); the bandit's
         # s = 4/c belongs to its signal variance 25 and would leave EI no room to explore.
+        # search="direct": EI maximised by DIRECT + L-BFGS-B, as before AHMC's grid search.
         super().__init__(warmup=warmup, thin=thin, bo_steps=bo_steps, reward=reward, mass=mass,
                          acquisition=acquisition, start=start, signal_var=signal_var,
                          noise_var=noise_var, lengthscale_factor=lengthscale_factor,
                          adapt_in_sampling=False, batch=1, steps_cap=0, rescale=1.0,
-                         **options)
+                         search="direct", **options)
         self.warmup = warmup
         self.policy_size = int(policy_size)
         self.candidates = candidates
