@@ -79,8 +79,7 @@ def improvement_array(gain, sd) -> np.ndarray:
 
 def expected_improvement(mean, std, best: float, xi: float = 0.01):
     """EI over the best value y* with margin ξ, elementwise over arrays of μ and σ."""
-    ei = np.vectorize(lambda m, s: improvement(m - best - xi, s), otypes=[float])
-    return ei(np.asarray(mean, dtype=float), np.asarray(std, dtype=float))
+    return improvement_array(np.asarray(mean, dtype=float) - best - xi, std)
 
 
 def maximize(fn: Callable[[np.ndarray], float], lower, upper, maxfun: int = 200,

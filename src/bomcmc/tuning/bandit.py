@@ -229,6 +229,18 @@ def scale(state: BanditState, config: BanditConfig) -> float:
 
 
 # -- the acquisition --------------------------------------------------------------------------
+def _ucb_beta(state: BanditState, config: BanditConfig) -> float:
+    """β of the annealed UCB after the GP's n observations (`schedules.beta`, d = 2)."""
+    return schedules.beta(max(state.gp.n_obs, 1), d=2, delta=config.delta)
+
+
+def _ei_threshold(state: BanditState, config: BanditConfig, s: float) -> float:
+    """y* + ξ of EI on the rescaled mean: s × the highest posterior mean at an observed
+    point, plus the margin ξ."""
+    gp = state.gp
+    return s * float(np.max(gp.mean(gp.X))) + config.xi
+
+
 def acquisition_fn(state: BanditState, config: BanditConfig, p: float, grad: bool = False):
     """γ ↦ u(γ) for the state's GP and annealing weight p; with grad=True, γ ↦ (u, ∇u).
 
@@ -243,7 +255,7 @@ def acquisition_fn(state: BanditState, config: BanditConfig, p: float, grad: boo
     s = scale(state, config)
     predict = gp.point_predictor(grad=grad)
     if config.acquisition == "ucb":
-        beta = schedules.beta(max(gp.n_obs, 1), d=2, delta=config.delta)
+        beta = _ucb_beta(state, config)
 
         def value(mean, var):
             return acquisition.ucb(mean, math.sqrt(var), s, p, beta)
@@ -251,7 +263,7 @@ def acquisition_fn(state: BanditState, config: BanditConfig, p: float, grad: boo
         def slope(mean, var):  # (∂u/∂μ, ∂u/∂σ)
             return acquisition.ucb_slope(s, p, beta)
     else:
-        best = s * float(np.max(gp.mean(gp.X))) + config.xi  # y* + ξ
+        best = _ei_threshold(state, config, s)
 
         def value(mean, var):
             return acquisition.improvement(s * mean - best, math.sqrt(var))
@@ -283,13 +295,13 @@ def acquisition_batch(state: BanditState, config: BanditConfig, p: float):
     gp = state.gp
     s = scale(state, config)
     if config.acquisition == "ucb":
-        beta = schedules.beta(max(gp.n_obs, 1), d=2, delta=config.delta)
+        beta = _ucb_beta(state, config)
 
         def u(xs):
             mean, var = gp.predict(xs)
             return acquisition.ucb(mean, np.sqrt(var), s, p, beta)
     else:
-        best = s * float(np.max(gp.mean(gp.X))) + config.xi  # y* + ξ
+        best = _ei_threshold(state, config, s)
 
         def u(xs):
             mean, var = gp.predict(xs)
