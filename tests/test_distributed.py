@@ -30,41 +30,40 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep
        + os.environ.get("PYTHONPATH", ""), "PYTHONUNBUFFERED": "1"}
 
 
-def _two_workers(root: Path, timeout: float = 240) -> None:
+def _start_two_workers(root: Path) -> list[subprocess.Popen]:
     port = free_port()
-    procs = [subprocess.Popen([sys.executable, str(Path(worker.__file__)), str(rank),
-                               str(port), str(root)], env=ENV, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
+    return [subprocess.Popen([sys.executable, str(Path(worker.__file__)), str(rank), str(port),
+                              str(root)], env=ENV, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
+
+
+def _wait(procs: list[subprocess.Popen], timeout: float = 240) -> None:
     outs = [p.communicate(timeout=timeout)[0] for p in procs]
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out[-3000:]
 
 
 @pytest.fixture(scope="module")
-def two_process_runs(tmp_path_factory):
+def runs(tmp_path_factory):
+    """The two-process runs of `worker.RUNS` (and the sharded ones) under a directory, and the
+    one-process runs they are compared with, each sampler's with its chains vmapped in blocks
+    of 2 as each of the two processes vmaps them. The one-process runs are computed while the
+    workers run: the workers wait for each other at every chunk, and this process's
+    compilations fill those waits."""
     root = tmp_path_factory.mktemp("two")
-    _two_workers(root)
-    return root
-
-
-@pytest.fixture(scope="module")
-def one_process():
-    """The one-process runs of `worker.RUNS`, each sampler's once, its chains vmapped in
-    blocks of 2 as each of the two processes vmaps them."""
-    runs = {}
-
-    def run(name):
-        if name not in runs:
-            runs[name] = bomcmc.sample(sampler=name, chain_block=2, **worker.SETTINGS,
-                                       **worker.KNOBS[name])
-        return runs[name]
-    return run
+    procs = _start_two_workers(root)
+    try:
+        one = {name: bomcmc.sample(sampler=name, chain_block=2, **worker.SETTINGS,
+                                   **worker.KNOBS[name]) for name in worker.RUNS}
+    finally:
+        _wait(procs)
+    return root, one
 
 
 @pytest.mark.parametrize("name", worker.RUNS)
-def test_two_processes_give_the_draws_of_one(two_process_runs, one_process, name):
-    one = one_process(name)
-    two = bomcmc.load(two_process_runs / name)
+def test_two_processes_give_the_draws_of_one(runs, name):
+    root, one = runs
+    one, two = one[name], bomcmc.load(root / name)
     for group in ("posterior", "sample_stats"):
         a, b = getattr(one.idata, group), getattr(two.idata, group)
         for var in a.data_vars:
@@ -73,8 +72,8 @@ def test_two_processes_give_the_draws_of_one(two_process_runs, one_process, name
     assert two.totals["n_grad_warmup"] == one.totals["n_grad_warmup"]
 
 
-def test_every_process_holds_the_same_tuner_state_after_every_chunk(two_process_runs):
-    chunks = two_process_runs / "ahmc" / "chunks"
+def test_every_process_holds_the_same_tuner_state_after_every_chunk(runs):
+    chunks = runs[0] / "ahmc" / "chunks"
     parts = sorted(chunks.glob("*.p0of2.npz"))
     # a chunk per BO step in burn-in (10), then the sampling's; no one-process file
     assert len(parts) > 10 and len(list(chunks.glob("*.p1of2.npz"))) == len(parts)
@@ -88,14 +87,13 @@ def test_every_process_holds_the_same_tuner_state_after_every_chunk(two_process_
         assert json.loads(str(last["tuner_state"]))["gp"]["X"]  # the bandit learned
 
 
-def test_sharded_log_density_gradient_and_gibbs_equal_the_unsharded(two_process_runs):
+def test_sharded_log_density_gradient_and_gibbs_equal_the_unsharded(runs):
     """The rows of a logistic regression (101) and of a network and its 3 CV folds (37) split
     over two processes, odd in number so the last shard is padded: the log density and its
     gradient (and the folds' Neal's Gibbs draw and curvature) equal the unsharded ones to
     rounding, on both processes alike. (Without the padding rows' zero weights the log densities differ by
     more than 1: measured.)"""
-    with np.load(two_process_runs / "sharded-0.npz") as a, \
-            np.load(two_process_runs / "sharded-1.npz") as b:
+    with np.load(runs[0] / "sharded-0.npz") as a, np.load(runs[0] / "sharded-1.npz") as b:
         names = sorted(k[: -len(".sharded")] for k in a if k.endswith(".sharded"))
         assert {n.split(".")[0] for n in names} == {"logistic", "bnn", "cv"}
         assert any(n.startswith("cv.gibbs") for n in names)
@@ -109,12 +107,11 @@ def test_sharded_log_density_gradient_and_gibbs_equal_the_unsharded(two_process_
             np.testing.assert_array_equal(sharded, b[name + ".sharded"], err_msg=name)
 
 
-def test_a_sharded_run_follows_the_unsharded_one(two_process_runs, one_process):
+def test_a_sharded_run_follows_the_unsharded_one(runs):
     """Every chain on both processes, the data's rows split between them: the draws are the
     one-process run's to rounding (the log density's sums are joined in another order; the
     one-process run's chain blocks of 2 are the hmc test's, its programs already compiled)."""
-    one = one_process("hmc")
-    two = bomcmc.load(two_process_runs / "hmc-sharded")
+    one, two = runs[1]["hmc"], bomcmc.load(runs[0] / "hmc-sharded")
     assert two.totals["shard_data"] and two.totals["processes"] == 2
     a, b = one.idata.posterior["beta"].values, two.idata.posterior["beta"].values
     assert np.max(np.abs(a - b)) < 1e-9
