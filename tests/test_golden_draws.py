@@ -14,7 +14,9 @@ Laplace metric left out chains L-BFGS left far from the mode and the window esti
 Stan's regularisation in the coordinates' own scales, and L-BFGS restarted where its line
 search had gone uphill; then `--cases ahmc` when ahmc's proposals moved from DIRECT +
 L-BFGS-B to the grid search, `search="grid"`, while ahmc_paper, now with `search="direct"`,
-reproduced its recorded draws). Another CPU may round the last bits differently, so this
+reproduced its recorded draws; then both when a window's metric estimate began to move the
+metric only as far as the estimate's own noise allows, `learned_metric.shrink_weight`).
+Another CPU may round the last bits differently, so this
 test allows 1e-10; for the samplers whose knobs a host-side tuner chooses (ahmc, two_phase)
 1e-7, because the tuner's DIRECT and L-BFGS-B searches and the GP's Cholesky factors run on
 the CPU's BLAS and pass its rounding on to ε: on a second machine, ahmc's draws differed from

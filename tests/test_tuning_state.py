@@ -100,7 +100,7 @@ def test_the_state_is_the_states_asdict_and_round_trips():
     for _ in range(3):
         kn = t.after_chunk(kn, _chunk(rng))
     state = json.loads(json.dumps(t.state_dict()))
-    for field in (*bandit.BanditState._fields, "epoch", "welford", "metric_kind",
+    for field in (*bandit.BanditState._fields, "epoch", "halves", "metric_weight", "metric_kind",
                   "dense_knob", "steps_cap", "points", "eps0"):
         assert field in state, field
     u, _ = _tuner()

@@ -130,7 +130,6 @@ class AHMCTuner(GPBanditTuner):
         self.settle_rule = settling.SettleRule() if settle else None
         self.settle = settling.SettleState()
         self.margin, self.ceiling = divergence_margin, ceil.CeilingState()
-        self._burn_schedule, self.schedule = self.schedule, self._shifted_schedule
 
     # -- the states, read ------------------------------------------------------------------
     @property
@@ -153,9 +152,9 @@ class AHMCTuner(GPBanditTuner):
     def burn_end(self) -> int:
         return settling.end_step(self.settle, self.burn_steps)
 
-    def _shifted_schedule(self, i: int) -> float:
+    def proposal_probability(self, i: int) -> float:
         """p_i; after an early stop at BO step s, as if burn-in had run its k steps."""
-        return self._burn_schedule(i + self.burn_steps - self.burn_end)
+        return super().proposal_probability(i + self.burn_steps - self.burn_end)
 
     def burn_in_end(self) -> int | None:
         return settling.end_transitions(self.settle)
@@ -340,12 +339,12 @@ class AHMCTuner(GPBanditTuner):
     def _new_metric(self, knobs, chunk):
         """A metric update: M⁻¹ from the window, the box re-centred, the L cap carried over,
         the GP reset (kept when sparse) and the bandit restarted."""
-        self.metric, inv = metric.estimate(self.metric, self.mass)
+        old = np.asarray(knobs.inverse_mass_matrix)
+        self.metric, inv = metric.estimate(self.metric, self.mass, old[0])
         self.metric = metric.next_epoch(self.metric)
         self.ceiling = ceil.CeilingState()  # ε in the new metric's units
-        old = np.asarray(knobs.inverse_mass_matrix)
         if self.settle_rule is not None:
-            self.settle = settling.new_epoch(self.settle, settling.metric_change(old[0], inv))
+            self.settle = settling.new_epoch(self.settle, metric.metric_change(old[0], inv))
         knobs = knobs._replace(inverse_mass_matrix=np.broadcast_to(
             inv.astype(old.dtype), old.shape).copy())
         box = self.bandit.box

@@ -7,12 +7,14 @@ defaults"): a `MetricState` and functions over it, held by `ahmc_tuner.AHMCTuner
   Hessian at the chains' L-BFGS points near the best of them (`near_the_mode`), dense when
   its correlations call for it (`needs_dense`), else its diagonal.
 - Burn-in's windows re-estimate it (`welford_add`, `estimate`): the (co)variance with
-  Stan's regularisation taken in the coordinates' own scales (`regularize`), normalised by
-  its smallest eigenvalue.
+  Stan's regularisation taken in the coordinates' own scales (`regularize`), moved from the
+  current metric towards the window's estimate only as far as the estimate's own noise
+  allows (`shrink_weight`, `towards`), normalised by its smallest eigenvalue.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -79,13 +81,15 @@ def windows(burn_steps: int, fractions) -> list[int]:
 
 class MetricState(NamedTuple):
     """What the metric's learning keeps: the epoch (metric updates so far), the window's
-    Welford sums (count, mean, M2) or None, the kind chosen ("diag" or "dense", once
-    learned) and whether the knob is (d, d)."""
+    Welford sums (count, mean, M2) of its even-numbered and of its odd-numbered chains
+    (None: none yet), the kind chosen ("diag" or "dense", once learned), whether the knob is
+    (d, d), and the last update's `shrink_weight` (None: none yet)."""
 
     epoch: int = 0
-    welford: tuple[int, np.ndarray, np.ndarray] | None = None
+    halves: tuple = (None, None)
     metric_kind: str | None = None
     dense_knob: bool = False
+    weight: float | None = None
 
 
 def shape_metric(state: MetricState, mass: str, knobs) -> tuple[MetricState, object]:
@@ -144,47 +148,144 @@ def laplace_metric(state: MetricState, mass: str, knobs, logdensity_fn,
 
 
 def welford_add(state: MetricState, x: np.ndarray) -> MetricState:
-    """Merge a batch (chains, n, d) into (count, mean, M2), pooled over chains."""
-    return state._replace(welford=welford_merge(state.welford, x.reshape(-1, x.shape[-1]),
-                                                dense=state.dense_knob))
+    """Merge a batch (chains, n, d) into the Welford sums of its even-numbered and of its
+    odd-numbered chains (chain numbers of the whole run: a batch burn-in's groups, blocks of
+    consecutive chains, fall into both halves alike)."""
+    return state._replace(halves=tuple(
+        acc if part.shape[0] == 0 else welford_merge(acc, part.reshape(-1, part.shape[-1]),
+                                                     dense=state.dense_knob)
+        for acc, part in zip(state.halves, (x[0::2], x[1::2]))))
 
 
-def estimate(state: MetricState, mass: str) -> tuple[MetricState, np.ndarray]:
-    """The window's regularised (co)variance (`regularize`) over its smallest eigenvalue;
-    diagonal or dense as `metric_kind` (chosen at the first update). The state keeps the
-    kind; the window is not emptied (`next_epoch`)."""
-    n, _, m2 = state.welford
+def estimate(state: MetricState, mass: str, current: np.ndarray) -> tuple[MetricState, np.ndarray]:
+    """The new metric after a window: the window's regularised (co)variance Σ̂ (`regularize`),
+    diagonal or dense as `metric_kind` (chosen at the first update), moved from the `current`
+    metric towards by the fraction `shrink_weight` of the way (`towards`), over its smallest
+    eigenvalue. The state keeps the kind and the weight; the window is not emptied
+    (`next_epoch`)."""
+    halves = [h for h in state.halves if h is not None]
+    whole = halves[0]
+    for h in halves[1:]:
+        whole = _merge_sums(whole, h)
+    n, _, m2 = whole
     cov = m2 / max(n - 1, 1)
-    if cov.ndim == 1:
-        reg = regularize(cov, n)
-        return state, reg / reg.min()
-    if state.metric_kind is None:
+    if cov.ndim == 2 and state.metric_kind is None:
         state = state._replace(metric_kind="dense" if mass == "dense" or needs_dense(cov, n)
                                else "diag")
-    reg = regularize(np.diag(np.diag(cov)) if state.metric_kind == "diag" else cov, n)
-    return state, reg / np.linalg.eigvalsh(reg)[0]
+
+    def window(n, m2):  # a regularised estimate of the state's kind
+        cov = m2 / max(n - 1, 1)
+        return regularize(np.diag(np.diag(cov)) if cov.ndim == 2 and
+                          state.metric_kind == "diag" else cov, n)
+
+    new = window(n, m2)
+    current = np.asarray(current, np.float64)
+    if new.ndim == 1 and current.ndim == 2:
+        current = np.diag(current)
+    weight = 1.0
+    if len(halves) == 2 and min(h[0] for h in halves) >= 2:
+        weight = shrink_weight(current, new, window(*halves[0][::2]), window(*halves[1][::2]))
+        new = towards(current, new, weight)
+    scale = new.min() if new.ndim == 1 else np.linalg.eigvalsh(new)[0]
+    return state._replace(weight=weight), new / scale
+
+
+def shrink_weight(current: np.ndarray, new: np.ndarray, half_a: np.ndarray,
+                  half_b: np.ndarray) -> float:
+    """How far to move from the `current` metric towards a window's estimate `new`, in [0, 1]:
+    1 − ν²/δ², where δ = `metric_change(current, new)` is how far the estimate lies from the
+    current metric and ν its own noise, half the change between the estimates of the
+    window's two halves of chains (independent estimates from half the draws each: their
+    difference is twice as noisy as the whole's, √2 for half the draws and √2 for the
+    difference). δ² is about the true change squared plus ν², so the weight is the share of
+    the observed change that is not noise (a positive-part James-Stein weight, James & Stein
+    1961); it is near 0 where the window's draws cannot tell the current metric from the
+    estimate, and then the metric barely moves (a few effective draws per coordinate at 4
+    chains: docs/warmup.md). Correlated draws need no effective-sample size here: the two
+    halves' chains are independent, and their disagreement measures the noise directly."""
+    change = metric_change(current, new)
+    noise = 0.5 * metric_change(half_a, half_b)
+    if not (math.isfinite(change) and math.isfinite(noise)) or change == 0.0:
+        return 1.0
+    return float(max(0.0, 1.0 - (noise / change) ** 2))
+
+
+def towards(current: np.ndarray, new: np.ndarray, weight: float) -> np.ndarray:
+    """The point a fraction `weight` of the way from `current` to `new` along the geodesic of
+    positive-definite matrices, C^{1/2} (C^{-1/2} N C^{-1/2})^w C^{1/2} (elementwise
+    C (N/C)^w for diagonals): the generalised eigenvalues λ_j of (new, current) become λ_j^w,
+    so `metric_change(current, result)` is w times `metric_change(current, new)`, and the
+    result is positive definite."""
+    if weight >= 1.0:
+        return new
+    if new.ndim == 1:
+        return current * (new / current) ** weight
+    chol = np.linalg.cholesky(_sym(current))
+    inv = np.linalg.inv(chol)
+    lam, vec = np.linalg.eigh(_sym(inv @ new @ inv.T))
+    root = chol @ vec
+    return _sym(root @ np.diag(lam ** weight) @ root.T)
+
+
+def metric_change(old: np.ndarray, new: np.ndarray) -> float:
+    """δ = RMS of the centred log generalised eigenvalues of (new, old): 0 when the two
+    metrics differ by a scale only. Diagonal metrics ((d,)) or dense ((d, d)), or one of
+    each."""
+    old, new = np.asarray(old, np.float64), np.asarray(new, np.float64)
+    if old.ndim == 1 and new.ndim == 1:  # no d × d matrix for a long diagonal
+        lam = new / old
+    else:
+        inv = np.linalg.inv(np.linalg.cholesky(_as_matrix(old)))
+        lam = np.linalg.eigvalsh(inv @ _as_matrix(new) @ inv.T)
+    if not np.all(lam > 0):
+        return math.inf
+    log = np.log(lam)
+    return float(np.sqrt(np.mean((log - log.mean()) ** 2)))
+
+
+def _as_matrix(m: np.ndarray) -> np.ndarray:
+    return np.diag(m) if m.ndim == 1 else 0.5 * (m + m.T)
+
+
+def _sym(m: np.ndarray) -> np.ndarray:
+    return 0.5 * (m + m.T)
+
+
+def _merge_sums(a, b):
+    """Two Welford sums (count, mean, M2) as one (Chan, Golub & LeVeque 1979)."""
+    (na, ma, m2a), (nb, mb, m2b) = a, b
+    n = na + nb
+    delta = mb - ma
+    cross = np.outer(delta, delta) if m2a.ndim == 2 else delta ** 2
+    return n, ma + delta * nb / n, m2a + m2b + cross * na * nb / n
 
 
 def next_epoch(state: MetricState) -> MetricState:
     """After a metric update: an empty window and the epoch counted."""
-    return state._replace(welford=None, epoch=state.epoch + 1)
+    return state._replace(halves=(None, None), epoch=state.epoch + 1)
 
 
 def to_json(state: MetricState) -> dict:
-    w = state.welford
-    return {"epoch": int(state.epoch),
-            "welford": None if w is None else {"n": int(w[0]), "mean": w[1].tolist(),
-                                               "m2": w[2].tolist()},
-            "metric_kind": state.metric_kind, "dense_knob": bool(state.dense_knob)}
+    def sums(w):
+        return None if w is None else {"n": int(w[0]), "mean": w[1].tolist(),
+                                       "m2": w[2].tolist()}
+
+    return {"epoch": int(state.epoch), "halves": [sums(w) for w in state.halves],
+            "metric_kind": state.metric_kind, "dense_knob": bool(state.dense_knob),
+            "metric_weight": state.weight}
 
 
 def from_json(d: dict) -> MetricState:
-    w = d.get("welford")
-    return MetricState(
-        epoch=int(d.get("epoch", 0)),
-        welford=None if w is None else (int(w["n"]), np.asarray(w["mean"], float),
-                                        np.asarray(w["m2"], float)),
-        metric_kind=d.get("metric_kind"), dense_knob=bool(d.get("dense_knob", False)))
+    def sums(w):
+        return None if w is None else (int(w["n"]), np.asarray(w["mean"], float),
+                                       np.asarray(w["m2"], float))
+
+    # a state saved before the halves holds one Welford sum of every chain: no weight then
+    halves = d.get("halves") or [d.get("welford"), None]
+    return MetricState(epoch=int(d.get("epoch", 0)), halves=tuple(sums(w) for w in halves),
+                       metric_kind=d.get("metric_kind"),
+                       dense_knob=bool(d.get("dense_knob", False)),
+                       weight=d.get("metric_weight"))
 
 
 def regularize(cov: np.ndarray, n: int) -> np.ndarray:

@@ -8,9 +8,10 @@ after BO step i, before the cap of k steps, when all of these hold:
 1. **the metric has settled**: no metric window is left to run (i ≥ the last window's end),
    and the last update moved M⁻¹ by a relative change δ < `metric_change`, δ the root mean
    square of the centred logarithms of the generalised eigenvalues λ_j of (M⁻¹_new,
-   M⁻¹_old) (`metric_change`). HMC's cost per independent draw on a Gaussian grows with the
-   spread of the λ_j of the metric-scaled covariance (√κ for the trajectory, Neal 2011 §4.2),
-   so δ measures how far the old metric was from the new estimate in the sense sampling
+   M⁻¹_old) (`learned_metric.metric_change`; an update moves M⁻¹ only as far as its
+   window's noise allows, `learned_metric.shrink_weight`). HMC's cost per independent
+   draw on a Gaussian grows with the spread of the λ_j of the metric-scaled covariance (√κ
+   for the trajectory, Neal 2011 §4.2), so δ measures how far the old metric was from the new estimate in the sense sampling
    feels; the common scale (the mean log λ) is ε's business and is left out.
 2. **the incumbent has settled**: at least `min_steps` BO steps have been observed under
    the final metric (the bandit's GP is reset at each metric update), and the incumbent's
@@ -72,26 +73,6 @@ class SettleState(NamedTuple):
     transitions: int = 0
     stop: dict | None = None
     calm: int = 0
-
-
-def metric_change(old: np.ndarray, new: np.ndarray) -> float:
-    """δ = RMS of the centred log generalised eigenvalues of (new, old): 0 when the two
-    metrics differ by a scale only. Diagonal metrics ((d,)) or dense ((d, d)), or one of
-    each."""
-    old, new = np.asarray(old, np.float64), np.asarray(new, np.float64)
-    if old.ndim == 1 and new.ndim == 1:  # no d × d matrix for a long diagonal
-        lam = new / old
-    else:
-        inv = np.linalg.inv(np.linalg.cholesky(_matrix(old)))
-        lam = np.linalg.eigvalsh(inv @ _matrix(new) @ inv.T)
-    if not np.all(lam > 0):
-        return math.inf
-    log = np.log(lam)
-    return float(np.sqrt(np.mean((log - log.mean()) ** 2)))
-
-
-def _matrix(m: np.ndarray) -> np.ndarray:
-    return np.diag(m) if m.ndim == 1 else 0.5 * (m + m.T)
 
 
 def new_epoch(state: SettleState, change: float | None) -> SettleState:
