@@ -93,7 +93,8 @@ def test_sharded_log_density_gradient_and_gibbs_equal_the_unsharded(runs):
     gradient (and the folds' Neal's Gibbs draw and curvature) equal the unsharded ones to
     rounding, on both processes alike. (Without the padding rows' zero weights the log densities differ by
     more than 1: measured.)"""
-    with np.load(runs[0] / "sharded-0.npz") as a, np.load(runs[0] / "sharded-1.npz") as b:
+    root = runs[0]
+    with np.load(root / "sharded-0.npz") as a, np.load(root / "sharded-1.npz") as b:
         names = sorted(k[: -len(".sharded")] for k in a if k.endswith(".sharded"))
         assert {n.split(".")[0] for n in names} == {"logistic", "bnn", "cv"}
         assert any(n.startswith("cv.gibbs") for n in names)

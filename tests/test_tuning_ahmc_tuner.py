@@ -59,14 +59,15 @@ def _lengths(tuner, n, phase_of=lambda j: 0):
 def test_chunk_lengths_follow_the_papers_schedule_unit():
     opts = dict(eps_bounds=(0.01, 0.2), mass="identity", maxfun=20, polish=False)
     t = ahmc_tuner.AHMCTuner(warmup=1000, **opts)
-    assert (t.burn_steps, t.step_transitions, t.longer, t.schedule(100), t.schedule(101)) == (100, 10, 0, 1.0,
-                                                                                2 ** -0.5)
+    assert (t.burn_steps, t.step_transitions, t.longer, t.proposal_probability(100),
+            t.proposal_probability(101)) == (100, 10, 0, 1.0, 2 ** -0.5)
     assert _lengths(t, 103, lambda j: int(j >= 100)) == [10] * 103
     # B = 1050: still k = 100 BO steps covering B exactly (the first 50 one longer)
     t = ahmc_tuner.AHMCTuner(warmup=1050, **opts)
     assert _lengths(t, 102, lambda j: int(j >= 100)) == [11] * 50 + [10] * 52
     t = ahmc_tuner.AHMCTuner(warmup=50, **opts)  # B < 100: k = B steps of one transition
-    assert (t.burn_steps, t.step_transitions, t.schedule(50), t.schedule(51)) == (50, 1, 1.0, 2 ** -0.5)
+    assert (t.burn_steps, t.step_transitions, t.proposal_probability(50),
+            t.proposal_probability(51)) == (50, 1, 1.0, 2 ** -0.5)
     assert ahmc_tuner.AHMCTuner(warmup=0, **opts).chunk_draws(None, 100) == ahmc_tuner.DEFAULT_M
     assert ahmc_tuner.AHMCTuner(warmup=1000, thin=3, **opts).sampling_draws == 3
     # metric windows: (10, 25] and (25, 50] of the 100 burn-in BO steps

@@ -106,6 +106,18 @@ def run_bomcmc_ahmc_paper(ctx, seed: int) -> dict:
     return run_bomcmc_ahmc(ctx, seed, batch=1, steps_cap=0)
 
 
+def run_bomcmc_ahmc_auto(ctx, seed: int) -> dict:
+    """`bomcmc-ahmc` with `sample`'s default warm-up, "auto": burn-in ends once the metric
+    and the incumbent have settled (docs/warmup.md), at most 1000 transitions, the peers'
+    --warmup (the run is refused for another, so that the cap is the peers' warm-up)."""
+    from bomcmc.driver.spec import AUTO_WARMUP_CAP
+
+    if ctx["warmup"] != AUTO_WARMUP_CAP:
+        raise SystemExit(f"bomcmc-ahmc-auto: warmup 'auto' is capped at {AUTO_WARMUP_CAP} "
+                         f"transitions; run it with --warmup {AUTO_WARMUP_CAP}")
+    return run_bomcmc_ahmc({**ctx, "warmup": "auto"}, seed)
+
+
 def run_bomcmc_amams(ctx, seed: int) -> dict:
     """bomcmc's `amams` with its defaults: adaptive HMC's bandit, schedule, L-BFGS start and
     learned diagonal metric driving MAMS's transition (`kernels/mams.py`) instead of HMC's."""
@@ -114,7 +126,7 @@ def run_bomcmc_amams(ctx, seed: int) -> dict:
 
 RUNNERS = {"bomcmc-hmc": run_bomcmc, "bomcmc-nuts": run_bomcmc_nuts,
            "bomcmc-ahmc": run_bomcmc_ahmc, "bomcmc-ahmc-paper": run_bomcmc_ahmc_paper,
-           "bomcmc-amams": run_bomcmc_amams}
+           "bomcmc-ahmc-auto": run_bomcmc_ahmc_auto, "bomcmc-amams": run_bomcmc_amams}
 
 
 def reference_moments(name: str, post, flat, args) -> dict | None:

@@ -166,6 +166,14 @@ def kept(idata, totals: dict | None = None):
     return idata, totals
 
 
+def parameter_figures(idata, totals: dict | None = None) -> dict | None:
+    """`convergence` of the draws the run kept (`kept`), which `check_run` and the summary
+    share; None for a run judged in function space (`function_space`), whose checks compute
+    the figures of its predictions instead."""
+    idata, _ = kept(idata, totals)
+    return None if function_space(idata) is not None else convergence(idata)
+
+
 def frozen(posterior) -> dict[str, np.ndarray]:
     """Per variable, a boolean array over its coordinates: True where every chain stays at its
     first draw (NaN counts as equal to NaN); all False with fewer than two draws."""
@@ -199,8 +207,8 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
 
     `totals` (as `sample` returns them) is used only where `sample_stats` lacks a quantity
     (divergences, mean acceptance); by default they are read from the InferenceData.
-    `figures`: what `convergence(idata)` returned, if already computed (`summarize` shares
-    them). `context`: the sampler that ran and the interface in use, for which each message's
+    `figures`: what `parameter_figures(idata, totals)` returned, if already computed
+    (`summarize` shares them). `context`: the sampler that ran and the interface in use, for which each message's
     advice is written (`advice.Context`); by default the run's attrs and Python keywords."""
     if context is None:
         context = _advice.from_run(idata.posterior.attrs, _sample_stats(idata))

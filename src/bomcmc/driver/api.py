@@ -160,22 +160,12 @@ def _finish(run: Run, store, t_start: float, t_loop: float, checks: bool = True)
         totals["wall_s_total"] = time.perf_counter() - t_start
     distributed.barrier("bomcmc: run assembled")
     context = advice_context(run, idata)
-    figures = _figures(idata, totals) if checks else None
+    figures = diag.parameter_figures(idata, totals) if checks else None
     for msg in check_run(idata, totals, figures, context=context) if checks else ():
         # stacklevel 4: _finish <- sample/resume <- the face (bomcmc.public) <- the caller
         warnings.warn(msg, SamplingWarning, stacklevel=4)
     return SampleResult(idata=idata, totals=totals, path=store.path, advice=context,
                         figures=figures)
-
-
-def _figures(idata, totals: dict):
-    """ArviZ's convergence figures of the draws the run kept (`diagnostics.convergence`),
-    computed once for the checks and the summary; None for a run judged in function space
-    (a network's), whose checks compute their own."""
-    kept_idata, _ = diag.kept(idata, totals)
-    if diag.function_space(kept_idata) is not None:
-        return None
-    return diag.convergence(kept_idata)
 
 
 def advice_context(run: Run, idata, interface: str = advice.PYTHON) -> advice.Context:

@@ -97,7 +97,6 @@ class Until:
         self.last: Precision | None = None
         self.done = False
         self._order: list[int] | None = None  # coordinates, the last one short first
-        self._stale = False  # `last` is not of the draws so far
 
     @classmethod
     def resumed(cls, target: float, seconds: float | None, store) -> "Until":
@@ -108,11 +107,16 @@ class Until:
                 until.add(rec.positions, rec.wall_s)
         return until
 
+    @property
+    def draws(self) -> int:
+        """The sampling draws so far, per chain."""
+        return sum(p.shape[1] for p in self.parts)
+
     def add(self, positions: np.ndarray, wall_s: float) -> None:
         """A sampling chunk's draws (chains, n, dim) of every chain, and its seconds."""
         self.parts.append(np.asarray(positions))
         self.wall += float(wall_s)
-        draws = sum(p.shape[1] for p in self.parts)
+        draws = self.draws
         if self.seconds is not None and self.wall >= self.seconds:
             self.done = True
         if draws >= MIN_DRAWS:
@@ -121,17 +125,17 @@ class Until:
                 self._order = list(range(int(np.prod(x.shape[2:], dtype=int))))
             short = short_of(x, self.target, self._order)
             if short is None:
-                self.last, self._stale = precision(x), False
+                self.last = precision(x)
                 self.done = self.done or self.last.reaches(self.target)
             else:
                 self._order.remove(short)
                 self._order.insert(0, short)
-                self._stale = True
 
     def report(self) -> dict:
         """What run.json records: the target, whether it was reached, and the precision."""
-        if self._stale:
-            self.last, self._stale = precision(np.concatenate(self.parts, axis=1)), False
+        stale = self.last is None or self.last.draws != self.draws  # a reading fell short
+        if self.draws >= MIN_DRAWS and stale:
+            self.last = precision(np.concatenate(self.parts, axis=1))
         out = {"until_ess": self.target, "until_seconds": self.seconds,
                "reached": bool(self.last is not None and self.last.reaches(self.target)),
                "sampling_s": self.wall}

@@ -305,6 +305,10 @@ class GPBanditTuner(Tuner):
         self.history.append(entry)
         return self._apply(knobs)
 
+    def proposal_probability(self, i: int) -> float:
+        """p_i, the probability that BO step i proposes new knobs (the schedule, step 3)."""
+        return float(self.schedule(i))
+
     def observe(self, chunk: dict, point: tuple | None = None) -> dict:
         """Steps 1–2 for chunk i: the reward of the chunk run at `point` (default: the
         current one), into the GP if finite (`bandit.observe`). Returns the history entry,
@@ -312,7 +316,7 @@ class GPBanditTuner(Tuner):
         point = self.bandit.point if point is None else point
         x, y = bandit.to_knobs(self.bandit.box, point)
         reward = float(self.reward_fn({**chunk, "num_steps": y, "step_size": x}))
-        p = float(self.schedule(self.bandit.i))
+        p = self.proposal_probability(self.bandit.i)
         self.bandit = bandit.observe(self.bandit, point, reward)
         kx, ky = self.history_keys
         return {"i": self.bandit.i, "phase": int(chunk.get("phase", 0)), kx: x, ky: y,
