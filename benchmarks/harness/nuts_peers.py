@@ -30,9 +30,10 @@ def need(module: str):
         )
 
 
-def run_numpyro(ctx, seed: int) -> dict:
+def run_numpyro(ctx, seed: int, dense: bool = NUTS_DENSE_MASS) -> dict:
     """NumPyro's NUTS, chains vectorized: `MCMC.warmup` then `MCMC.run`; its sampling seconds
-    exclude the compilation it does inside those calls (`CompileClock`)."""
+    exclude the compilation it does inside those calls (`CompileClock`). `dense`: Stan's
+    windows estimate a dense metric (a covariance) instead of a diagonal one."""
     import jax
 
     need("numpyro")
@@ -43,7 +44,7 @@ def run_numpyro(ctx, seed: int) -> dict:
     key_w, key_s = jax.random.split(jax.random.PRNGKey(seed))
     t_start = time.perf_counter()
     kernel = NUTS(potential_fn=lambda x: -logdensity(x), target_accept_prob=NUTS_TARGET_ACCEPT,
-                  max_tree_depth=NUTS_MAX_TREE_DEPTH, dense_mass=NUTS_DENSE_MASS,
+                  max_tree_depth=NUTS_MAX_TREE_DEPTH, dense_mass=dense,
                   adapt_step_size=True, adapt_mass_matrix=True, step_size=1.0)
     mcmc = MCMC(kernel, num_warmup=ctx["warmup"], num_samples=ctx["draws"], num_chains=C,
                 chain_method="vectorized", progress_bar=False)
@@ -156,4 +157,10 @@ def run_blackjax(ctx, seed: int) -> dict:
     }
 
 
-RUNNERS = {"numpyro-nuts": run_numpyro, "blackjax-nuts": run_blackjax}
+def run_numpyro_dense(ctx, seed: int) -> dict:
+    """`numpyro-nuts` with a dense metric (`dense_mass=True`): the dense-metric NUTS peer."""
+    return run_numpyro(ctx, seed, dense=True)
+
+
+RUNNERS = {"numpyro-nuts": run_numpyro, "numpyro-nuts-dense": run_numpyro_dense,
+           "blackjax-nuts": run_blackjax}

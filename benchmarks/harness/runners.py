@@ -27,7 +27,7 @@ NUTS_SAMPLERS = ("bomcmc-nuts", "numpyro-nuts", "blackjax-nuts")
 def check_installed(samplers) -> None:
     """Stop, before any sampling, when a sampler's optional library is missing."""
     for s in samplers:
-        if s == "numpyro-nuts":
+        if s.startswith("numpyro-"):
             need("numpyro")
         if s.startswith("blackjax-"):
             need("blackjax")
