@@ -91,8 +91,8 @@ def test_sharded_log_density_gradient_and_gibbs_equal_the_unsharded(runs):
     """The rows of a logistic regression (101) and of a network and its 3 CV folds (37) split
     over two processes, odd in number so the last shard is padded: the log density and its
     gradient (and the folds' Neal's Gibbs draw and curvature) equal the unsharded ones to
-    rounding, on both processes alike. (Without the padding rows' zero weights the log densities differ by
-    more than 1: measured.)"""
+    rounding, on both processes alike. (Without the padding rows' zero weights the log
+    densities differ by more than 1: measured.)"""
     root = runs[0]
     with np.load(root / "sharded-0.npz") as a, np.load(root / "sharded-1.npz") as b:
         names = sorted(k[: -len(".sharded")] for k in a if k.endswith(".sharded"))

@@ -10,6 +10,7 @@ generalised eigenvalues, the scale taken out).
 import numpy as np
 import pytest
 
+from bomcmc.adaptation.welford import welford_combine
 from bomcmc.tuning import learned_metric as lm
 
 D, CHAINS, N = 20, 4, 150
@@ -27,7 +28,7 @@ def _update(rng, truth, current, kind="dense"):
     x = rng.multivariate_normal(np.zeros(D), truth, size=(CHAINS, N))
     state = lm.welford_add(lm.MetricState(dense_knob=True, metric_kind=kind), x)
     after, new = lm.estimate(state, kind, current)
-    whole = state._replace(halves=(lm._merge_sums(*state.halves), None))  # one half: no weight
+    whole = state._replace(halves=(welford_combine(*state.halves), None))  # one half: no weight
     _, raw = lm.estimate(whole, kind, current)
     if kind == "diag":
         truth = np.diag(np.diag(truth))
@@ -118,6 +119,6 @@ def test_the_halves_are_the_even_and_the_odd_chains():
     assert na == nb == 6
     np.testing.assert_allclose(ma, x[0::2].reshape(-1, 2).mean(0))
     np.testing.assert_allclose(mb, x[1::2].reshape(-1, 2).mean(0))
-    whole = lm._merge_sums(*state.halves)
+    whole = welford_combine(*state.halves)
     np.testing.assert_allclose(whole[1], x.reshape(-1, 2).mean(0))
     np.testing.assert_allclose(whole[2], ((x.reshape(-1, 2) - whole[1]) ** 2).sum(0))

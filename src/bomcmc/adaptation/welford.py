@@ -3,7 +3,8 @@ estimates.
 
 Two forms of one estimator. `welford_update` adds one sample at a time inside the compiled
 loop (Stan's `welford_var_estimator::add_sample`, `welford_covar_estimator` when dense);
-`welford_merge` adds a batch on the host (Chan, Golub & LeVeque 1979, the pairwise update).
+`welford_merge` adds a batch on the host and `welford_combine` joins two sums (Chan, Golub &
+LeVeque 1979, the pairwise update).
 `stan_regularize` is Stan's shrinkage of the estimate towards a small multiple of the
 identity (`var_adaptation::learn_variance`):
 
@@ -34,16 +35,21 @@ def welford_update(count, mean, m2, x):
 def welford_merge(acc, x: np.ndarray, dense: bool = False):
     """(count, mean, m2) with a batch x of shape (n, d) added; `acc` None starts afresh. With
     `dense`, m2 is the d×d matrix of summed cross-products (a covariance estimate)."""
-    nb, mb = x.shape[0], x.mean(axis=0)
+    mb = x.mean(axis=0)
     centred = x - mb
     m2b = centred.T @ centred if dense else (centred**2).sum(axis=0)
-    if acc is None:
-        return nb, mb, m2b
-    n, mean, m2 = acc
-    tot = n + nb
-    delta = mb - mean
-    cross = np.outer(delta, delta) if dense else delta**2
-    return tot, mean + delta * nb / tot, m2 + m2b + cross * n * nb / tot
+    return welford_combine(acc, (x.shape[0], mb, m2b))
+
+
+def welford_combine(a, b):
+    """Two Welford sums (count, mean, m2) as one, the pairwise update; None is an empty sum."""
+    if a is None or b is None:
+        return b if a is None else a
+    (na, ma, m2a), (nb, mb, m2b) = a, b
+    n = na + nb
+    delta = mb - ma
+    cross = np.outer(delta, delta) if m2a.ndim == 2 else delta**2
+    return n, ma + delta * nb / n, m2a + m2b + cross * na * nb / n
 
 
 def stan_regularize(var, n, eye=1.0):

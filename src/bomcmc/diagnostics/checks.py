@@ -208,8 +208,9 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
     `totals` (as `sample` returns them) is used only where `sample_stats` lacks a quantity
     (divergences, mean acceptance); by default they are read from the InferenceData.
     `figures`: what `parameter_figures(idata, totals)` returned, if already computed
-    (`summarize` shares them). `context`: the sampler that ran and the interface in use, for which each message's
-    advice is written (`advice.Context`); by default the run's attrs and Python keywords."""
+    (`summarize` shares them). `context`: the sampler that ran and the interface in use, for
+    which each message's advice is written (`advice.Context`); by default the run's attrs
+    and Python keywords."""
     if context is None:
         context = _advice.from_run(idata.posterior.attrs, _sample_stats(idata))
     if totals is None:

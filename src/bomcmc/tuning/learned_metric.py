@@ -22,7 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from ..adaptation.welford import REG_SAMPLES, REG_VALUE, stan_regularize, welford_merge
+from ..adaptation.welford import (REG_SAMPLES, REG_VALUE, stan_regularize, welford_combine,
+                                  welford_merge)
 from ..config import Latest
 
 MASSES = ("auto", "diag", "dense", "identity")
@@ -157,17 +158,15 @@ def welford_add(state: MetricState, x: np.ndarray) -> MetricState:
         for acc, part in zip(state.halves, (x[0::2], x[1::2]))))
 
 
-def estimate(state: MetricState, mass: str, current: np.ndarray) -> tuple[MetricState, np.ndarray]:
+def estimate(state: MetricState, mass: str,
+             current: np.ndarray) -> tuple[MetricState, np.ndarray]:
     """The new metric after a window: the window's regularised (co)variance Σ̂ (`regularize`),
-    diagonal or dense as `metric_kind` (chosen at the first update), moved from the `current`
-    metric towards by the fraction `shrink_weight` of the way (`towards`), over its smallest
-    eigenvalue. The state keeps the kind and the weight; the window is not emptied
+    diagonal or dense as `metric_kind` (chosen at the first update), reached from the
+    `current` metric by the fraction `shrink_weight` of the way to Σ̂ (`towards`), over its
+    smallest eigenvalue. The state keeps the kind and the weight; the window is not emptied
     (`next_epoch`)."""
     halves = [h for h in state.halves if h is not None]
-    whole = halves[0]
-    for h in halves[1:]:
-        whole = _merge_sums(whole, h)
-    n, _, m2 = whole
+    n, _, m2 = welford_combine(*state.halves)
     cov = m2 / max(n - 1, 1)
     if cov.ndim == 2 and state.metric_kind is None:
         state = state._replace(metric_kind="dense" if mass == "dense" or needs_dense(cov, n)
@@ -220,11 +219,11 @@ def towards(current: np.ndarray, new: np.ndarray, weight: float) -> np.ndarray:
         return new
     if new.ndim == 1:
         return current * (new / current) ** weight
-    chol = np.linalg.cholesky(_sym(current))
+    chol = np.linalg.cholesky(_as_matrix(current))
     inv = np.linalg.inv(chol)
-    lam, vec = np.linalg.eigh(_sym(inv @ new @ inv.T))
+    lam, vec = np.linalg.eigh(_as_matrix(inv @ new @ inv.T))
     root = chol @ vec
-    return _sym(root @ np.diag(lam ** weight) @ root.T)
+    return _as_matrix(root @ np.diag(lam ** weight) @ root.T)
 
 
 def metric_change(old: np.ndarray, new: np.ndarray) -> float:
@@ -245,19 +244,6 @@ def metric_change(old: np.ndarray, new: np.ndarray) -> float:
 
 def _as_matrix(m: np.ndarray) -> np.ndarray:
     return np.diag(m) if m.ndim == 1 else 0.5 * (m + m.T)
-
-
-def _sym(m: np.ndarray) -> np.ndarray:
-    return 0.5 * (m + m.T)
-
-
-def _merge_sums(a, b):
-    """Two Welford sums (count, mean, M2) as one (Chan, Golub & LeVeque 1979)."""
-    (na, ma, m2a), (nb, mb, m2b) = a, b
-    n = na + nb
-    delta = mb - ma
-    cross = np.outer(delta, delta) if m2a.ndim == 2 else delta ** 2
-    return n, ma + delta * nb / n, m2a + m2b + cross * na * nb / n
 
 
 def next_epoch(state: MetricState) -> MetricState:

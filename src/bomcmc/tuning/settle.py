@@ -11,8 +11,9 @@ after BO step i, before the cap of k steps, when all of these hold:
    M⁻¹_old) (`learned_metric.metric_change`; an update moves M⁻¹ only as far as its
    window's noise allows, `learned_metric.shrink_weight`). HMC's cost per independent
    draw on a Gaussian grows with the spread of the λ_j of the metric-scaled covariance (√κ
-   for the trajectory, Neal 2011 §4.2), so δ measures how far the old metric was from the new estimate in the sense sampling
-   feels; the common scale (the mean log λ) is ε's business and is left out.
+   for the trajectory, Neal 2011 §4.2), so δ measures how far the old metric was from the
+   new estimate in the sense sampling feels; the common scale (the mean log λ) is ε's
+   business and is left out.
 2. **the incumbent has settled**: at least `min_steps` BO steps have been observed under
    the final metric (the bandit's GP is reset at each metric update), and the incumbent's
    predicted reward, max over the observed points of the GP's posterior mean, changed by at
