@@ -118,6 +118,7 @@ def from_json(path: Path, out: Path, no_doc: bool = False) -> int:
     if js.resolve() != path.resolve():
         js.write_text(json.dumps(result, indent=1) + "\n")
     make_figure(result, fig)
+    make_figure(result, out / "logistic_ess_monotone.png", "monotone")
     print(f"wrote {fig}")
     if not no_doc:
         print(f"wrote {write_doc(result, out, fig, js)}")
@@ -261,6 +262,7 @@ def main(argv=None) -> int:
         _run_all(result, args, float64, save)
     save()
     make_figure(clean(result), fig)
+    make_figure(clean(result), out / "logistic_ess_monotone.png", "monotone")
     print(f"wrote {js}\nwrote {fig}")
     if not args.no_doc:
         print(f"wrote {write_doc(clean(result), out, fig, js)}")

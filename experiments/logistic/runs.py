@@ -75,10 +75,23 @@ def chain_ess(draws: np.ndarray) -> np.ndarray:
     return np.stack([ess_from_draws(draws[c:c + 1]) for c in range(draws.shape[0])])
 
 
+def monotone(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Girolami & Calderhead's monotone-sequence ESS, the paper's estimator
+    (`bomcmc.diagnostics.monotone_ess`): ((C, d) each chain's, (d,) pooled over chains), for
+    draws (C, N, d)."""
+    from bomcmc.diagnostics.monotone_ess import monotone_ess, pooled_monotone_ess
+
+    C, _, d = draws.shape
+    per = np.array([[monotone_ess(draws[c, :, j]) for j in range(d)] for c in range(C)])
+    pooled = np.array([pooled_monotone_ess(draws[:, :, j]) for j in range(d)])
+    return per, pooled
+
+
 def summarize_run(raw: dict) -> dict:
     """A run's figures: ESS per gradient of the sampling phase and with the adaptation's
     gradients, per second, pooled over the chains (ArviZ) and per chain (the paper's boxes),
-    and the tuner's share of the run."""
+    the same per gradient with the paper's monotone-sequence estimator, and the tuner's
+    share of the run."""
     draws, steps = raw.pop("draws"), raw.pop("steps")
     ess = ess_from_draws(draws)
     C = draws.shape[0]
@@ -95,6 +108,10 @@ def summarize_run(raw: dict) -> dict:
         "ess_per_s_incl_warmup": mmm(ess / (samp_s + warm_s)) if samp_s and warm_s else mmm([]),
         "grad_per_draw": n_samp / (C * draws.shape[1]),
     })
+    per_mono, pooled_mono = monotone(draws)
+    out.update({"ess_monotone": mmm(pooled_mono),
+                "monotone_per_grad": mmm(pooled_mono / n_samp),
+                "monotone_per_grad_incl_adapt": mmm(pooled_mono / (n_samp + n_adapt))})
     # per chain (the paper's boxes: one value per chain run from a differing start). The
     # adaptation's gradients are shared by the chains (AHMC's ε, L are common), split evenly.
     ce = chain_ess(draws)
@@ -103,7 +120,9 @@ def summarize_run(raw: dict) -> dict:
     for c in range(C):
         a = mmm(ce[c] / g[c])
         b = mmm(ce[c] / (g[c] + n_adapt / C))
-        per.append({"ess_per_grad": a, "ess_per_grad_incl_adapt": b})
+        per.append({"ess_per_grad": a, "ess_per_grad_incl_adapt": b,
+                    "monotone_per_grad": mmm(per_mono[c] / g[c]),
+                    "monotone_per_grad_incl_adapt": mmm(per_mono[c] / (g[c] + n_adapt / C))})
     out["per_chain"] = per
     tuner = raw.get("tuner")
     if tuner:

@@ -85,8 +85,41 @@ def render(result: dict, fig_rel: str, json_rel: str) -> str:
                 f"| {knobs} | {_msd([r['accept_mean'] for r in rr], '{:.2f}')} "
                 f"| {_msd([r['divergences'] for r in rr], '{:.0f}')} | {tcell} |")
         L.append("")
+    L += render_monotone(result, "logistic_ess_monotone.png")
     L += render_questions(result)
     return "\n".join(L)
+
+
+def render_monotone(result: dict, fig_rel: str) -> list[str]:
+    """The paper's estimator: the monotone-sequence ESS per gradient (Girolami & Calderhead
+    2011), pooled over the chains, beside the figure of its per-chain boxes; nothing for
+    results recorded before it was added."""
+    m = result["meta"]
+    if not any("monotone_per_grad" in r for r in result["runs"]):
+        return []
+    L = ["### The paper's estimator: monotone-sequence ESS", "",
+         f"![Fig. 2 style box plots, monotone-sequence ESS]({fig_rel})", "",
+         "Pooled over the chains (`bomcmc.diagnostics.pooled_monotone_ess`), per gradient, "
+         "min / median / max over coefficients, means over the seeds; the boxes above are "
+         "each chain's own (`monotone_ess`). The estimator stops at N per chain, so where a "
+         "sampler's draws are nearly independent it reads 1 / (gradients per draw).", "",
+         "| data set | sampler | sampling min / med / max | incl. adaptation min / med / max "
+         "| bulk (ArviZ) sampling min |",
+         "|---|---|---|---|---|"]
+    for ds in m["datasets"]:
+        for s in m["samplers"]:
+            rr = [r for r in runs_of(result, ds, s) if "monotone_per_grad" in r]
+            if not rr:
+                continue
+
+            def trio(key):
+                return " / ".join(_f(finite_mean([r[key][k] for r in rr]), "{:.3g}")
+                                  for k in ("min", "median", "max"))
+
+            bulk = _f(finite_mean([r["ess_per_grad"]["min"] for r in rr]), "{:.3g}")
+            L.append(f"| {ds} | {LABELS[s]} | {trio('monotone_per_grad')} "
+                     f"| {trio('monotone_per_grad_incl_adapt')} | {bulk} |")
+    return L + [""]
 
 
 def render_questions(result: dict) -> list[str]:
