@@ -128,15 +128,23 @@ def per_chain_ess(res, names) -> dict:
     monotone-sequence ESS of Girolami & Calderhead (2011) (`diagnostics.monotone_ess`) and
     ArviZ's bulk ESS, each (chains, k) over the named variables' coordinates; beside them the
     pooled monotone-sequence ESS of every coordinate (k,)."""
-    from bomcmc.diagnostics.monotone_ess import monotone_ess, pooled_monotone_ess
-
     draws = _flat(res, names)
     chains, _, k = draws.shape
-    mono = np.array([[monotone_ess(draws[c, :, j]) for j in range(k)] for c in range(chains)])
+    mono, pooled = monotone_per_chain(draws)
     bulk = np.array([[float(np.squeeze(az.ess(draws[c, :, j], method="bulk")))
                       for j in range(k)] for c in range(chains)])
-    pooled = np.array([pooled_monotone_ess(draws[..., j]) for j in range(k)])
     return {"monotone": mono, "bulk": bulk, "pooled_monotone": pooled}
+
+
+def monotone_per_chain(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Girolami & Calderhead's monotone-sequence ESS of draws (chains, N, k): each chain's
+    (chains, k) and the pooled one over the chains (k,)."""
+    from bomcmc.diagnostics.monotone_ess import monotone_ess, pooled_monotone_ess
+
+    chains, _, k = draws.shape
+    mono = np.array([[monotone_ess(draws[c, :, j]) for j in range(k)] for c in range(chains)])
+    pooled = np.array([pooled_monotone_ess(draws[..., j]) for j in range(k)])
+    return mono, pooled
 
 
 def spread(ess: np.ndarray) -> dict:

@@ -15,6 +15,7 @@ import numpy as np
 from benchmarks.harness.bomcmc_runners import run_bomcmc_nuts, sample_bomcmc
 from benchmarks.harness.nuts_peers import run_numpyro
 from benchmarks.harness.stats import ess_from_draws, mmm
+from experiments.ess_tables import monotone_per_chain
 
 from .probe import Probe
 from .results import EPS_BOUNDS, STEPS_BOUNDS, adaptation_grads
@@ -75,18 +76,6 @@ def chain_ess(draws: np.ndarray) -> np.ndarray:
     return np.stack([ess_from_draws(draws[c:c + 1]) for c in range(draws.shape[0])])
 
 
-def monotone(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Girolami & Calderhead's monotone-sequence ESS, the paper's estimator
-    (`bomcmc.diagnostics.monotone_ess`): ((C, d) each chain's, (d,) pooled over chains), for
-    draws (C, N, d)."""
-    from bomcmc.diagnostics.monotone_ess import monotone_ess, pooled_monotone_ess
-
-    C, _, d = draws.shape
-    per = np.array([[monotone_ess(draws[c, :, j]) for j in range(d)] for c in range(C)])
-    pooled = np.array([pooled_monotone_ess(draws[:, :, j]) for j in range(d)])
-    return per, pooled
-
-
 def summarize_run(raw: dict) -> dict:
     """A run's figures: ESS per gradient of the sampling phase and with the adaptation's
     gradients, per second, pooled over the chains (ArviZ) and per chain (the paper's boxes),
@@ -108,7 +97,7 @@ def summarize_run(raw: dict) -> dict:
         "ess_per_s_incl_warmup": mmm(ess / (samp_s + warm_s)) if samp_s and warm_s else mmm([]),
         "grad_per_draw": n_samp / (C * draws.shape[1]),
     })
-    per_mono, pooled_mono = monotone(draws)
+    per_mono, pooled_mono = monotone_per_chain(draws)  # the paper's estimator
     out.update({"ess_monotone": mmm(pooled_mono),
                 "monotone_per_grad": mmm(pooled_mono / n_samp),
                 "monotone_per_grad_incl_adapt": mmm(pooled_mono / (n_samp + n_adapt))})

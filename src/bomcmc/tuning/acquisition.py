@@ -150,7 +150,8 @@ def grid_axes(lower, upper, integer, points: int = GRID_POINTS,
             else:
                 vals = np.unique(np.floor(np.linspace(a, b, integers) + 0.5))
         else:
-            vals = np.array([float(lo)]) if hi <= lo else lo + (hi - lo) * (np.arange(points) + 0.5) / points
+            centres = (np.arange(points) + 0.5) / points  # cell centres
+            vals = np.array([float(lo)]) if hi <= lo else lo + (hi - lo) * centres
         axes.append(vals)
     return axes
 

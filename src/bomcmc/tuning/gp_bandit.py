@@ -85,9 +85,10 @@ def box_of_state(state: dict) -> KnobBox | None:
 
 
 def check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule,
-                  gp="full", ald_threshold=ALD_THRESHOLD) -> None:
+                  gp="full", ald_threshold=ALD_THRESHOLD, search="direct") -> None:
     """The bandit's options (one-line BomcmcError)."""
     choice("gp", gp, ("full", "sparse"))
+    choice("search", search, ("direct", "grid"))
     if isinstance(ald_threshold, bool) or not isinstance(ald_threshold, (int, float)) \
             or not 0 <= ald_threshold < math.inf:
         raise BomcmcError(f"ald_threshold must be a number >= 0, got {ald_threshold!r}")
@@ -153,9 +154,7 @@ class GPBanditTuner(Tuner):
                  gp: str = "full", ald_threshold: float = ALD_THRESHOLD,
                  search: str = "direct"):
         check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule, gp,
-                      ald_threshold)
-        if search not in ("direct", "grid"):
-            raise BomcmcError(f"search must be 'grid' or 'direct', not {search!r}")
+                      ald_threshold, search)
         try:
             self.reward_fn = get_reward(reward, **(reward_options or {}))
         except ValueError as e:

@@ -166,24 +166,26 @@ def estimate(state: MetricState, mass: str,
     smallest eigenvalue. The state keeps the kind and the weight; the window is not emptied
     (`next_epoch`)."""
     halves = [h for h in state.halves if h is not None]
-    n, _, m2 = welford_combine(*state.halves)
+    whole = welford_combine(*state.halves)
+    n, _, m2 = whole
     cov = m2 / max(n - 1, 1)
     if cov.ndim == 2 and state.metric_kind is None:
         state = state._replace(metric_kind="dense" if mass == "dense" or needs_dense(cov, n)
                                else "diag")
 
-    def window(n, m2):  # a regularised estimate of the state's kind
+    def window(sums):  # a regularised estimate of the state's kind from Welford sums
+        n, _, m2 = sums
         cov = m2 / max(n - 1, 1)
         return regularize(np.diag(np.diag(cov)) if cov.ndim == 2 and
                           state.metric_kind == "diag" else cov, n)
 
-    new = window(n, m2)
+    new = window(whole)
     current = np.asarray(current, np.float64)
     if new.ndim == 1 and current.ndim == 2:
         current = np.diag(current)
     weight = 1.0
     if len(halves) == 2 and min(h[0] for h in halves) >= 2:
-        weight = shrink_weight(current, new, window(*halves[0][::2]), window(*halves[1][::2]))
+        weight = shrink_weight(current, new, window(halves[0]), window(halves[1]))
         new = towards(current, new, weight)
     scale = new.min() if new.ndim == 1 else np.linalg.eigvalsh(new)[0]
     return state._replace(weight=weight), new / scale
