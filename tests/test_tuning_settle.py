@@ -23,8 +23,9 @@ FLAT = tuple([1.0] * RULE.min_steps)
 DONE = dict(metric_done=True, learns_metric=True, growing=False)
 
 
-def _state(trace, change=0.1, calm=RULE.window):
-    return settle.SettleState(trace=tuple(trace), metric_change=change, calm=calm)
+def _state(trace, change=0.1, calm=RULE.window, under=None):
+    return settle.SettleState(trace=tuple(trace), metric_change=change, calm=calm,
+                              under=len(trace) if under is None else under)
 
 
 # ---------------------------------------------------------------------------------------
@@ -61,6 +62,17 @@ def test_needs_the_minimum_steps_a_settled_metric_and_no_growing_cap():
     assert settle.settled(RULE, _state((0.0,) * 20), **DONE) is None  # no positive reward
 
 
+def test_an_update_that_kept_the_gp_keeps_the_trace_but_waits_a_window_under_the_metric():
+    kept = settle.new_epoch(_state(FLAT), 0.05, kept=True)
+    assert kept.trace == FLAT and kept.under == 0 and kept.metric_change == 0.05
+    assert settle.new_epoch(_state(FLAT), 0.5).trace == ()  # a reset GP: a new trace
+    # the incumbent's trace is long enough, but the final metric has not run a window yet
+    assert settle.settled(RULE, _state(FLAT, under=RULE.window - 1), **DONE) is None
+    reason = settle.settled(RULE, _state(FLAT, under=RULE.window), **DONE)
+    assert reason is not None and f"{RULE.window} under the final metric" in reason
+    assert settle.observed(kept, 1.0, 10).under == 1
+
+
 def test_metric_change_is_scale_free_and_reads_dense_metrics():
     d = np.array([1.0, 4.0, 9.0])
     assert learned_metric.metric_change(d, 7.0 * d) == pytest.approx(0.0, abs=1e-12)
@@ -74,8 +86,12 @@ def test_metric_change_is_scale_free_and_reads_dense_metrics():
 
 def test_settle_state_round_trips_through_json():
     s = settle.SettleState(trace=(0.1, 0.2 / 3), metric_change=0.123456789, transitions=70,
-                           stop={"bo_step": 7, "transitions": 70, "reason": "x"}, calm=3)
+                           stop={"bo_step": 7, "transitions": 70, "reason": "x"}, calm=3,
+                           under=1)
     assert settle.from_json(json.loads(json.dumps(settle.to_json(s)))) == s
+    old = settle.to_json(s)
+    del old["settle"]["under"]  # a state saved before `under`: every step was under the metric
+    assert settle.from_json(old).under == 2
 
 
 # ---------------------------------------------------------------------------------------
@@ -138,6 +154,37 @@ def test_tuner_without_the_rule_or_still_improving_runs_the_cap():
     phases, _ = _feed(rising, 100, jump=lambda j: 1.2 ** j)
     assert rising.burn_in_end() is None and phases == [WARMUP] * 100
     assert rising.burn_in_report()["reason"].startswith("cap")
+
+
+def _metric_tuner(spread):
+    """A diagonal-metric tuner fed chunks whose positions have sd `spread` per coordinate
+    from the identity metric: its first update (BO step 25) moves M⁻¹ by δ ≈ the spread's
+    centred log-variances' RMS (0 when equal)."""
+    t = ahmc_tuner.AHMCTuner(settle=True, **{**OPTS, "mass": "diag"})
+    kn = t.initial_knobs(_knobs())
+    rng = np.random.default_rng(0)
+    seen = []
+    for _ in range(26):
+        d = t.chunk_draws(kn, 10_000)
+        info = {"esjd": np.ones((4, d)) * np.sqrt(np.asarray(kn.num_steps, float))[:, None],
+                "n_grad": np.ones((4, d))}
+        pos = rng.normal(size=(4, d, 3)) * np.asarray(spread)
+        kn = t.after_chunk(kn, {"phase": WARMUP, "positions": pos, "info": info})
+        seen.append(t.gp.n_obs)
+    return t, seen
+
+
+def test_a_metric_update_that_barely_moves_the_metric_keeps_the_bandit():
+    """An update below KEEP_GP keeps the GP's observations, its box and the settle trace
+    (epoch 0, the bandit proposes on); one far above it resets them (epoch 1)."""
+    kept, seen = _metric_tuner([1.0, 1.0, 1.0])
+    assert kept.metric.weight is not None  # the update ran (step 25)
+    assert kept.settle.metric_change < learned_metric.KEEP_GP
+    assert kept.epoch == 0 and seen[25] == seen[24] + 2 and len(kept.settle.trace) == 25
+    assert kept.settle.under == 1
+    moved, seen = _metric_tuner([1.0, 10.0, 0.1])
+    assert moved.settle.metric_change > 1.0  # log-variances ±4.6: δ ≈ 3.8
+    assert moved.epoch == 1 and seen[25] == 2 and len(moved.settle.trace) == 1
 
 
 def test_warmup_argument():

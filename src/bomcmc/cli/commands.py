@@ -216,7 +216,8 @@ def _format_tuning(t: dict, attrs) -> str:
         + (f"; {t['observations']} observations, a batch per burn-in step"
            if t.get("observations", t["bo_steps"]) > t["bo_steps"] else "") + "), "
         f"{t['proposals']} proposals, {t['distinct_settings']} settings tried"
-        + (f", {t['gp_resets']} GP resets (metric updates)" if "gp_resets" in t else ""),
+        + (f", {t['gp_resets']} GP resets (metric updates that moved the metric)"
+           if "gp_resets" in t else ""),
         (learned_setting(best["step_size"], best["num_steps"], step_symbol(attrs)) if best else
          f"no setting learned (no reward observed); last proposal "
          f"{step_symbol(attrs)} = {t['final']['step_size']:.4g}, L = {t['final']['num_steps']}")

@@ -12,10 +12,8 @@ Wang, Mohamed & de Freitas 2013 §3, Wang 2012, Alg. 3), on the paper's schedule
 - sampling: BO steps of m transitions go on, each proposing new knobs with probability
   p_i = (i − k + 1)^{−1/2} (vanishing adaptation, Wang, Mohamed & de Freitas 2013 §4).
 
-The start is the authors' too (their `ahmc.m` starts at argmin U found by L-BFGS): each
-chain's initial point is moved by at most 100 L-BFGS iterations towards the mode
-(`kernels/ahmc.py`: `find_mode_counted`, the kernel's `start`, whose evaluations count in the
-warm-up's gradients).
+The start is the authors' (argmin U by L-BFGS in their `ahmc.m`): `kernels/ahmc.py`,
+`find_mode_counted`, whose evaluations count in the warm-up's gradients.
 
 Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler" and "The batch burn-in"):
 
@@ -28,8 +26,9 @@ Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler" and "The batch bur
 - **A learned metric** (`learned_metric`; `mass="auto"` starts from the Laplace metric):
   burn-in positions in the windows (10%, 25%] and (25%, 50%] of the k BO steps give Stan's
   regularised variance, normalised by its smallest entry (ε stays in the identity metric's
-  units). At each update the GP is reset (kept by gp="sparse", Engel 2005), the relative
-  box is re-centred on the heuristic's ε₀ for the new metric, and the bandit restarts.
+  units). An update that moves M⁻¹ by δ ≥ 0.1 resets the GP (kept by gp="sparse", Engel
+  2005), re-centres the relative box on the heuristic's ε₀ for the new metric and restarts
+  the bandit; a smaller one keeps the bandit as it is.
 - **A ceiling on ε after divergences** (`divergence_ceiling`): after burn-in, ε stays at
   most `divergence_margin` (0.8) times the smallest ε that diverged under the metric.
 - **A burn-in that stops when it has learned** (`settle=True`, the run's warmup="auto";
@@ -67,7 +66,8 @@ class AHMCTuner(GPBanditTuner):
     (module docstring). Its states: `bandit` (`bandit.BanditState`), `metric`
     (`learned_metric.MetricState`), `burn` (`batch_burn_in.BurnInState`), `settle`
     (`settle.SettleState`) and `ceiling` (`divergence_ceiling.CeilingState`). History entries
-    carry "epoch" (the number of metric updates, GP resets, before the chunk) and "group"
+    carry "epoch" (the bandit's restarts, metric updates that reset the GP, before the
+    chunk) and "group"
     (the chain group observed; 0 when one setting ran): a burn-in step of a batch adds one
     entry per group.
 
@@ -132,21 +132,10 @@ class AHMCTuner(GPBanditTuner):
         self.margin, self.ceiling = divergence_margin, ceil.CeilingState()
 
     # -- the states, read ------------------------------------------------------------------
-    @property
-    def points(self) -> tuple | None:
-        return self.burn.points
-
-    @property
-    def steps_cap(self) -> int | None:
-        return self.burn.steps_cap
-
-    @property
-    def epoch(self) -> int:
-        return self.metric.epoch
-
-    @property
-    def metric_kind(self) -> str | None:
-        return self.metric.metric_kind
+    points = property(lambda self: self.burn.points)
+    steps_cap = property(lambda self: self.burn.steps_cap)
+    epoch = property(lambda self: self.metric.epoch)
+    metric_kind = property(lambda self: self.metric.metric_kind)
 
     @property
     def burn_end(self) -> int:
@@ -266,8 +255,11 @@ class AHMCTuner(GPBanditTuner):
         updated = collect and i in w[1:]
         # warmup="auto": the step counted and an early end decided (never at a metric update)
         ends = phase == WARMUP and (self._settled(i, chunk, updated, grew) or i == self.burn_steps)
+        restarted = False
         if updated:
-            knobs = self._new_metric(knobs, chunk)  # no proposal: the GP starts afresh
+            knobs, restarted = self._new_metric(knobs, chunk)
+        if restarted:
+            pass  # no proposal: the GP starts afresh from its first batch
         elif ends and self.bandit.gp.n_obs > 0:
             # Burn-in's exploration ends: every chain samples from the incumbent (under the
             # ceiling), not an untried proposal (docs/tuning.md, "Robust defaults")
@@ -337,16 +329,22 @@ class AHMCTuner(GPBanditTuner):
 
     # -- the metric ------------------------------------------------------------------------
     def _new_metric(self, knobs, chunk):
-        """A metric update: M⁻¹ from the window, the box re-centred, the L cap carried over,
-        the GP reset (kept when sparse) and the bandit restarted."""
+        """A metric update: M⁻¹ from the window. One that barely moves it leaves the bandit
+        as it is (`learned_metric.keeps_rewards`); otherwise the box is re-centred, the L cap
+        carried over, the GP reset (kept when sparse) and the bandit restarted. Returns the
+        knobs and whether the bandit restarted."""
         old = np.asarray(knobs.inverse_mass_matrix)
         self.metric, inv = metric.estimate(self.metric, self.mass, old[0])
-        self.metric = metric.next_epoch(self.metric)
-        self.ceiling = ceil.CeilingState()  # ε in the new metric's units
+        change = metric.metric_change(old[0], inv)
+        keep = metric.keeps_rewards(change)
+        self.metric = metric.next_epoch(self.metric, count=not keep)
         if self.settle_rule is not None:
-            self.settle = settling.new_epoch(self.settle, metric.metric_change(old[0], inv))
+            self.settle = settling.new_epoch(self.settle, change, kept=keep)
         knobs = knobs._replace(inverse_mass_matrix=np.broadcast_to(
             inv.astype(old.dtype), old.shape).copy())
+        if keep:
+            return knobs, False
+        self.ceiling = ceil.CeilingState()  # ε in the new metric's units
         box = self.bandit.box
         if self.relative_box:
             last = np.asarray(chunk["positions"])[:, -1]
@@ -366,7 +364,7 @@ class AHMCTuner(GPBanditTuner):
         else:
             self.bandit = self.bandit._replace(point=bandit.start_point(box, self.start,
                                                                          restart))
-        return knobs
+        return knobs, True
 
     # -- state -----------------------------------------------------------------------------
     def state_dict(self, history: bool = True) -> dict:

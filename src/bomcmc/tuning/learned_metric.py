@@ -9,7 +9,8 @@ defaults"): a `MetricState` and functions over it, held by `ahmc_tuner.AHMCTuner
 - Burn-in's windows re-estimate it (`welford_add`, `estimate`): the (co)variance with
   Stan's regularisation taken in the coordinates' own scales (`regularize`), moved from the
   current metric towards the window's estimate only as far as the estimate's own noise
-  allows (`shrink_weight`, `towards`), normalised by its smallest eigenvalue.
+  allows (`shrink_weight`, `towards`), normalised by its smallest eigenvalue. An update
+  that barely moves it keeps the bandit's GP (`keeps_rewards`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ AUTO_DENSE_MAX_DIM = 400  # mass="auto" carries a dense metric knob up to this d
 # "Robust defaults", for what it changed on the logistic regressions).
 DENSE_CONDITION = 2.0
 MIN_MASS_STEPS = 10  # fewer burn-in BO steps than this: no metric adaptation
+KEEP_GP = 0.1  # an update that moves M⁻¹ by δ below this keeps the bandit (`keeps_rewards`)
 
 
 def needs_dense(cov: np.ndarray, n: int | None) -> bool:
@@ -248,9 +250,26 @@ def _as_matrix(m: np.ndarray) -> np.ndarray:
     return np.diag(m) if m.ndim == 1 else 0.5 * (m + m.T)
 
 
-def next_epoch(state: MetricState) -> MetricState:
-    """After a metric update: an empty window and the epoch counted."""
-    return state._replace(halves=(None, None), epoch=state.epoch + 1)
+def keeps_rewards(change: float) -> bool:
+    """Whether a metric update that moved M⁻¹ by δ = `change` (`metric_change`) leaves the
+    bandit's rewards describing the new sampler, so that its GP is kept (`KEEP_GP`).
+
+    Under a metric moved by δ (the RMS of the centred log generalised eigenvalues), the
+    metric-scaled widths of the posterior change by about δ/2 in log units, and with them
+    the step size that the narrowest direction allows and the trajectory length that the
+    widest one needs. Below δ = 0.1 that is a few per cent of ε, against a length scale of
+    0.9 in log ε for the GP over the default two-decade box: a change the GP cannot resolve.
+    The rewards observed under the old metric then still describe the new one, and a reset
+    would throw away the epoch's bandit learning for nothing (with the window's noise
+    weight, most updates move M⁻¹ by less than 0.1 on posteriors whose start metric is
+    good: docs/warmup.md, "A metric update that keeps the GP")."""
+    return bool(change < KEEP_GP)
+
+
+def next_epoch(state: MetricState, count: bool = True) -> MetricState:
+    """After a metric update: an empty window and, unless the update kept the bandit's GP
+    (`count` False, `keeps_rewards`), the epoch counted: epochs are the bandit's restarts."""
+    return state._replace(halves=(None, None), epoch=state.epoch + int(count))
 
 
 def to_json(state: MetricState) -> dict:

@@ -14,8 +14,9 @@ after BO step i, before the cap of k steps, when all of these hold:
    for the trajectory, Neal 2011 §4.2), so δ measures how far the old metric was from the
    new estimate in the sense sampling feels; the common scale (the mean log λ) is ε's
    business and is left out.
-2. **the incumbent has settled**: at least `min_steps` BO steps have been observed under
-   the final metric (the bandit's GP is reset at each metric update), and the incumbent's
+2. **the incumbent has settled**: at least `min_steps` BO steps have been observed by the
+   bandit's GP (reset at a metric update unless the update barely moved M⁻¹,
+   `learned_metric.keeps_rewards`), `window` of them under the final metric, and the incumbent's
    predicted reward, max over the observed points of the GP's posterior mean, changed by at
    most `gain` (relative, either way) over the last `window` BO steps. The reward is what
    sampling will earn per transition at the incumbent: a reward that still rises is a
@@ -64,21 +65,25 @@ class SettleRule(NamedTuple):
 
 
 class SettleState(NamedTuple):
-    """The incumbent's predicted reward after each BO step of the current epoch (since the
-    last metric update), δ of the last metric update (None: none yet), the warm-up
-    transitions seen, the BO steps since the last divergence, and the stop once decided:
-    {"bo_step", "transitions", "reason"}."""
+    """The incumbent's predicted reward after each BO step of the bandit's current epoch
+    (since its GP was last reset), δ of the last metric update (None: none yet), the warm-up
+    transitions seen, the BO steps since the last divergence, the stop once decided
+    ({"bo_step", "transitions", "reason"}), and the BO steps run under the current metric
+    (as many as the trace holds unless a metric update kept the GP)."""
 
     trace: tuple = ()
     metric_change: float | None = None
     transitions: int = 0
     stop: dict | None = None
     calm: int = 0
+    under: int = 0
 
 
-def new_epoch(state: SettleState, change: float | None) -> SettleState:
-    """After a metric update of relative change `change`: the trace starts again."""
-    return state._replace(trace=(), metric_change=change)
+def new_epoch(state: SettleState, change: float | None, kept: bool = False) -> SettleState:
+    """After a metric update of relative change `change`: the trace starts again unless the
+    update `kept` the bandit's GP (`learned_metric.keeps_rewards`), whose incumbent's
+    predicted reward then goes on; the steps under the metric start again either way."""
+    return state._replace(trace=state.trace if kept else (), metric_change=change, under=0)
 
 
 def observed(state: SettleState, predicted: float, transitions: int,
@@ -86,7 +91,7 @@ def observed(state: SettleState, predicted: float, transitions: int,
     """After a BO step of `transitions` warm-up transitions that kept the metric: the
     incumbent's predicted reward appended, the step counted."""
     return counted(state, transitions, diverged)._replace(
-        trace=state.trace + (float(predicted),))
+        trace=state.trace + (float(predicted),), under=state.under + 1)
 
 
 def counted(state: SettleState, transitions: int, diverged: bool = False) -> SettleState:
@@ -101,7 +106,7 @@ def settled(rule: SettleRule, state: SettleState, *, metric_done: bool, learns_m
     left, `learns_metric` when the run learns one at all (else test 1 holds trivially),
     `growing` when the L cap would still grow."""
     if not metric_done or growing or len(state.trace) < max(rule.min_steps, rule.window + 1) \
-            or state.calm < rule.window:
+            or min(state.calm, state.under) < rule.window:
         return None
     if learns_metric and not (state.metric_change is not None
                               and state.metric_change < rule.metric_change):
@@ -116,8 +121,8 @@ def settled(rule: SettleRule, state: SettleState, *, metric_done: bool, learns_m
               else f"metric change {state.metric_change:.3f} < {rule.metric_change}")
     return (f"settled: incumbent's predicted reward changed {100 * rise:+.1f}% over the last "
             f"{rule.window} BO steps (at most ±{100 * rule.gain:g}%), {change}, "
-            f"{len(state.trace)} BO steps under the final metric, no divergence in the last "
-            f"{state.calm}, L cap not growing")
+            f"{len(state.trace)} BO steps of the bandit's GP, {state.under} under the final "
+            f"metric, no divergence in the last {state.calm}, L cap not growing")
 
 
 def end_step(state: SettleState, cap: int) -> int:
@@ -173,7 +178,7 @@ def report(state: SettleState, cap: int) -> dict:
 def to_json(state: SettleState) -> dict:
     return {"settle": {"trace": list(state.trace), "metric_change": state.metric_change,
                        "transitions": int(state.transitions), "stop": state.stop,
-                       "calm": int(state.calm)}}
+                       "calm": int(state.calm), "under": int(state.under)}}
 
 
 def from_json(d: dict) -> SettleState:
@@ -181,4 +186,5 @@ def from_json(d: dict) -> SettleState:
     return SettleState(trace=tuple(float(v) for v in s.get("trace", ())),
                        metric_change=s.get("metric_change"),
                        transitions=int(s.get("transitions", 0)), stop=s.get("stop"),
-                       calm=int(s.get("calm", 0)))
+                       calm=int(s.get("calm", 0)),
+                       under=int(s.get("under", len(s.get("trace", ())))))
