@@ -83,10 +83,11 @@ def windows(burn_steps: int, fractions) -> list[int]:
 
 
 class MetricState(NamedTuple):
-    """What the metric's learning keeps: the epoch (metric updates so far), the window's
-    Welford sums (count, mean, M2) of its even-numbered and of its odd-numbered chains
-    (None: none yet), the kind chosen ("diag" or "dense", once learned), whether the knob is
-    (d, d), and the last update's `shrink_weight` (None: none yet)."""
+    """What the metric's learning keeps: the epoch (metric updates so far that restarted
+    the bandit, `next_epoch`), the window's Welford sums (count, mean, M2) of its
+    even-numbered and of its odd-numbered chains (None: none yet), the kind chosen ("diag"
+    or "dense", once learned), whether the knob is (d, d), and the last update's
+    `shrink_weight` (None: none yet)."""
 
     epoch: int = 0
     halves: tuple = (None, None)
