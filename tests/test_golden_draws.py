@@ -15,9 +15,7 @@ Stan's regularisation in the coordinates' own scales, and L-BFGS restarted where
 search had gone uphill; then `--cases ahmc` when ahmc's proposals moved from DIRECT +
 L-BFGS-B to the grid search, `search="grid"`, while ahmc_paper, now with `search="direct"`,
 reproduced its recorded draws; then both when a window's metric estimate began to move the
-metric only as far as the estimate's own noise allows, `learned_metric.shrink_weight`; and
-both when a metric update that barely moves the metric began to keep the bandit's GP,
-`learned_metric.keeps_rewards`).
+metric only as far as the estimate's own noise allows, `learned_metric.shrink_weight`).
 Another CPU may round the last bits differently, so this
 test allows 1e-10; for the samplers whose knobs a host-side tuner chooses (ahmc, two_phase)
 1e-7, because the tuner's DIRECT and L-BFGS-B searches and the GP's Cholesky factors run on

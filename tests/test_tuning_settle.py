@@ -156,11 +156,11 @@ def test_tuner_without_the_rule_or_still_improving_runs_the_cap():
     assert rising.burn_in_report()["reason"].startswith("cap")
 
 
-def _metric_tuner(spread):
+def _metric_tuner(spread, settle=True):
     """A diagonal-metric tuner fed chunks whose positions have sd `spread` per coordinate
     from the identity metric: its first update (BO step 25) moves M⁻¹ by δ ≈ the spread's
     centred log-variances' RMS (0 when equal)."""
-    t = ahmc_tuner.AHMCTuner(settle=True, **{**OPTS, "mass": "diag"})
+    t = ahmc_tuner.AHMCTuner(settle=settle, **{**OPTS, "mass": "diag"})
     kn = t.initial_knobs(_knobs())
     rng = np.random.default_rng(0)
     seen = []
@@ -175,8 +175,9 @@ def _metric_tuner(spread):
 
 
 def test_a_metric_update_that_barely_moves_the_metric_keeps_the_bandit():
-    """An update below KEEP_GP keeps the GP's observations, its box and the settle trace
-    (epoch 0, the bandit proposes on); one far above it resets them (epoch 1)."""
+    """Under warmup="auto", an update below KEEP_GP keeps the GP's observations, its box
+    and the settle trace (epoch 0, the bandit proposes on); one far above it resets them
+    (epoch 1), and so does any update of a fixed warm-up."""
     kept, seen = _metric_tuner([1.0, 1.0, 1.0])
     assert kept.metric.weight is not None  # the update ran (step 25)
     assert kept.settle.metric_change < learned_metric.KEEP_GP
@@ -185,6 +186,9 @@ def test_a_metric_update_that_barely_moves_the_metric_keeps_the_bandit():
     moved, seen = _metric_tuner([1.0, 10.0, 0.1])
     assert moved.settle.metric_change > 1.0  # log-variances ±4.6: δ ≈ 3.8
     assert moved.epoch == 1 and seen[25] == 2 and len(moved.settle.trace) == 1
+    # warmup=N runs its fixed schedule: the same small update resets the bandit
+    fixed, seen = _metric_tuner([1.0, 1.0, 1.0], settle=False)
+    assert fixed.metric.weight is not None and fixed.epoch == 1 and seen[25] == 2
 
 
 def test_warmup_argument():
@@ -222,6 +226,11 @@ def test_auto_warmup_stops_early_and_says_why(auto_run):
     assert 0 < w["transitions"] < AUTO_WARMUP_CAP and w["reason"].startswith("settled")
     warm = sum(n for p, n in _phases(out) if p == WARMUP)
     assert warm == w["transitions"]
+    # its metric update barely moved the metric and kept the GP (the resume tests below cut
+    # after it): no restart, and the reason counts the steps under the final metric
+    state = json.loads(res.idata.tuning.attrs["tuner_state"])
+    assert state["metric_weight"] is not None and state["epoch"] == 0
+    assert "under the final metric" in w["reason"]
     assert json.loads((out / "run.json").read_text())["warmup"] == w
     assert res.idata.posterior["x"].shape == (4, 30, 2)
 

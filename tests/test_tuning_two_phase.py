@@ -219,12 +219,7 @@ def _chunks(path):
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory):
     """One run of gauss-2d-corr's log density, wrapped to count its traces, with the number
-    of traces seen at every `after_chunk`. Its metric updates reset the GP (`KEEP_GP` 0:
-    they barely move this Gaussian's metric, and would keep it), so that Stan's heuristic
-    runs at each of them and its compiled function is seen to be reused; the resume tests
-    below read this run, so they cut and resume across resets."""
-    from bomcmc.tuning import learned_metric
-
+    of traces seen at every `after_chunk`."""
     post = models.get("gauss-2d-corr")
     traces, seen = [], []
 
@@ -240,10 +235,8 @@ def full_run(tmp_path_factory):
 
     TwoPhaseTuner.after_chunk = spy
     try:
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(learned_metric, "KEEP_GP", 0.0)
-            path = tmp_path_factory.mktemp("two_phase") / "full"
-            res = bomcmc.sample(logdensity, post.init_position, out=path, **RUN)
+        path = tmp_path_factory.mktemp("two_phase") / "full"
+        res = bomcmc.sample(logdensity, post.init_position, out=path, **RUN)
     finally:
         TwoPhaseTuner.after_chunk = orig
     return path, res, logdensity, post.init_position, seen, len(traces)
@@ -273,10 +266,7 @@ def test_knob_shapes_are_fixed_and_the_run_never_recompiles(full_run):
 
 
 @pytest.mark.parametrize("keep", [4, 11])  # cut in adaptation (after a metric update) / sampling
-def test_cut_run_resumes_to_identical_draws_and_policy(full_run, tmp_path, keep, monkeypatch):
-    from bomcmc.tuning import learned_metric
-
-    monkeypatch.setattr(learned_metric, "KEEP_GP", 0.0)  # as the run it resumes
+def test_cut_run_resumes_to_identical_draws_and_policy(full_run, tmp_path, keep):
     path, full, logdensity, init, _, _ = full_run
     cut = cut_copy(path, tmp_path / "cut", keep)
     resumed = bomcmc.resume(cut, logdensity, init, progress=False)

@@ -26,9 +26,9 @@ Beyond the paper (docs/tuning.md, "Adaptive HMC as a sampler" and "The batch bur
 - **A learned metric** (`learned_metric`; `mass="auto"` starts from the Laplace metric):
   burn-in positions in the windows (10%, 25%] and (25%, 50%] of the k BO steps give Stan's
   regularised variance, normalised by its smallest entry (ε stays in the identity metric's
-  units). An update that moves M⁻¹ by δ ≥ 0.1 resets the GP (kept by gp="sparse", Engel
-  2005), re-centres the relative box on the heuristic's ε₀ for the new metric and restarts
-  the bandit; a smaller one keeps the bandit as it is.
+  units). An update resets the GP (kept by gp="sparse", Engel 2005), re-centres the
+  relative box on the heuristic's ε₀ for the new metric and restarts the bandit; under
+  warmup="auto", one that moves M⁻¹ by δ < 0.1 keeps the bandit as it is instead.
 - **A ceiling on ε after divergences** (`divergence_ceiling`): after burn-in, ε stays at
   most `divergence_margin` (0.8) times the smallest ε that diverged under the metric.
 - **A burn-in that stops when it has learned** (`settle=True`, the run's warmup="auto";
@@ -329,14 +329,16 @@ class AHMCTuner(GPBanditTuner):
 
     # -- the metric ------------------------------------------------------------------------
     def _new_metric(self, knobs, chunk):
-        """A metric update: M⁻¹ from the window. One that barely moves it leaves the bandit
-        as it is (`learned_metric.keeps_rewards`); otherwise the box is re-centred, the L cap
+        """A metric update: M⁻¹ from the window. Under warmup="auto", one that barely moves
+        it leaves the bandit as it is (`learned_metric.keeps_rewards`); otherwise the box is
+        re-centred, the L cap
         carried over, the GP reset (kept when sparse) and the bandit restarted. Returns the
         knobs and whether the bandit restarted."""
         old = np.asarray(knobs.inverse_mass_matrix)
         self.metric, inv = metric.estimate(self.metric, self.mass, old[0])
         change = metric.metric_change(old[0], inv)
-        keep = metric.keeps_rewards(change)
+        # warmup="auto" only: warmup=N runs its fixed schedule, resets included
+        keep = self.settle_rule is not None and metric.keeps_rewards(change)
         self.metric = metric.next_epoch(self.metric, count=not keep)
         if self.settle_rule is not None:
             self.settle = settling.new_epoch(self.settle, change, kept=keep)

@@ -37,7 +37,7 @@ AUTO_DENSE_MAX_DIM = 400  # mass="auto" carries a dense metric knob up to this d
 # "Robust defaults", for what it changed on the logistic regressions).
 DENSE_CONDITION = 2.0
 MIN_MASS_STEPS = 10  # fewer burn-in BO steps than this: no metric adaptation
-KEEP_GP = 0.1  # an update that moves M⁻¹ by δ below this keeps the bandit (`keeps_rewards`)
+KEEP_GP = 0.1  # a warmup="auto" update moving M⁻¹ by δ below this keeps the bandit
 
 
 def needs_dense(cov: np.ndarray, n: int | None) -> bool:
@@ -253,7 +253,8 @@ def _as_matrix(m: np.ndarray) -> np.ndarray:
 
 def keeps_rewards(change: float) -> bool:
     """Whether a metric update that moved M⁻¹ by δ = `change` (`metric_change`) leaves the
-    bandit's rewards describing the new sampler, so that its GP is kept (`KEEP_GP`).
+    bandit's rewards describing the new sampler, so that its GP is kept (`KEEP_GP`; the
+    tuner asks under warmup="auto" only: docs/warmup.md).
 
     Under a metric moved by δ (the RMS of the centred log generalised eigenvalues), the
     metric-scaled widths of the posterior change by about δ/2 in log units, and with them
