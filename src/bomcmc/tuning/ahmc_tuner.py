@@ -67,9 +67,8 @@ class AHMCTuner(GPBanditTuner):
     (`learned_metric.MetricState`), `burn` (`batch_burn_in.BurnInState`), `settle`
     (`settle.SettleState`) and `ceiling` (`divergence_ceiling.CeilingState`). History entries
     carry "epoch" (the bandit's restarts, metric updates that reset the GP, before the
-    chunk) and "group"
-    (the chain group observed; 0 when one setting ran): a burn-in step of a batch adds one
-    entry per group.
+    chunk) and "group" (the chain group observed; 0 when one setting ran): a burn-in step
+    of a batch adds one entry per group.
 
     Args:
         warmup, thin: the run's burn-in transitions and thinning (for the chunk lengths).
@@ -331,9 +330,8 @@ class AHMCTuner(GPBanditTuner):
     def _new_metric(self, knobs, chunk):
         """A metric update: M⁻¹ from the window. Under warmup="auto", one that barely moves
         it leaves the bandit as it is (`learned_metric.keeps_rewards`); otherwise the box is
-        re-centred, the L cap
-        carried over, the GP reset (kept when sparse) and the bandit restarted. Returns the
-        knobs and whether the bandit restarted."""
+        re-centred, the L cap carried over, the GP reset (kept when sparse) and the bandit
+        restarted. Returns the knobs and whether the bandit restarted."""
         old = np.asarray(knobs.inverse_mass_matrix)
         self.metric, inv = metric.estimate(self.metric, self.mass, old[0])
         change = metric.metric_change(old[0], inv)

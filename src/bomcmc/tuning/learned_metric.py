@@ -263,8 +263,8 @@ def keeps_rewards(change: float) -> bool:
     0.9 in log ε for the GP over the default two-decade box: a change the GP cannot resolve.
     The rewards observed under the old metric then still describe the new one, and a reset
     would throw away the epoch's bandit learning for nothing (with the window's noise
-    weight, most updates move M⁻¹ by less than 0.1 on posteriors whose start metric is
-    good: docs/warmup.md, "A metric update that keeps the GP")."""
+    weight, every first update of the logistic regressions measured moved M⁻¹ by less than
+    0.1: docs/warmup.md, "A metric update that keeps the GP")."""
     return bool(change < KEEP_GP)
 
 

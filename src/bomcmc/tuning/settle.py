@@ -16,12 +16,12 @@ after BO step i, before the cap of k steps, when all of these hold:
    business and is left out.
 2. **the incumbent has settled**: at least `min_steps` BO steps have been observed by the
    bandit's GP (reset at a metric update unless the update barely moved M⁻¹,
-   `learned_metric.keeps_rewards`), `window` of them under the final metric, and the incumbent's
-   predicted reward, max over the observed points of the GP's posterior mean, changed by at
-   most `gain` (relative, either way) over the last `window` BO steps. The reward is what
-   sampling will earn per transition at the incumbent: a reward that still rises is a
-   bandit still finding better settings, and one that falls is a bandit finding that its
-   best setting was overrated, whose incumbent may yet move. The adaptation goes on in
+   `learned_metric.keeps_rewards`), `window` of them under the final metric, and the
+   incumbent's predicted reward, max over the observed points of the GP's posterior mean,
+   changed by at most `gain` (relative, either way) over the last `window` BO steps. The
+   reward is what sampling will earn per transition at the incumbent: a reward that still
+   rises is a bandit still finding better settings, and one that falls is a bandit finding
+   that its best setting was overrated, whose incumbent may yet move. The adaptation goes on in
    sampling with a vanishing probability (Wang, Mohamed & de Freitas 2013 §4), from a GP
    whose data then depend on the chains' states; a GP of few observations moves more with
    each, so the minimum is not small (with 10 steps and a one-sided test, two of three
