@@ -18,7 +18,7 @@ from bomcmc import BayesianMLPRegressor, SamplingWarning
 from bomcmc.cli.main import main
 from bomcmc.errors import BomcmcError
 from bomcmc.bnn.network import BNN
-from bomcmc.bnn.cv import CVModel, cv_reward, fold_masks
+from bomcmc.bnn.cv import CVModel, cv_reward, fold_masks, stacked_apply
 from bomcmc.bnn.samplers import ahmc_gibbs_sampler
 
 MODELS = [  # (likelihood, hidden, prior, noise)
@@ -123,6 +123,40 @@ def test_cv_model_is_k_independent_fold_networks():
     np.testing.assert_allclose(clean, 1 / np.mean(err), rtol=1e-10)
     diverging[0, 3] = True
     assert cv_reward(cv)({"positions": draws[None], "info": {"diverging": diverging}}) == 0.0
+
+
+STACKED = [  # (likelihood, hidden, activations, prior): deep, input-to-output, no biases
+    ("real", (3, 4), ("tanh", "relu"), "ih 1 bh 1 hh1 1 bh1 1 ho 1 io 1 bo 1"),
+    ("class", (3,), ("swish",), "ih 1 ho 1 bo 1"),
+    ("binary", (), (), "io 1"),
+]
+
+
+@pytest.mark.parametrize("spec", STACKED, ids=[s[0] for s in STACKED])
+def test_stacked_outputs_are_each_fold_networks_outputs(spec):
+    """`stacked_apply`, the folds' outputs at once on shared inputs, is `base.apply` per fold,
+    and the CV model's log density and gradient through it are those of the per-fold path
+    that folds with their own inputs take."""
+    likelihood, hidden, acts, prior = spec
+    X, y = _data(n=12, n_in=2, n_out=2 if likelihood == "real" else 1, seed=2)
+    y = y if likelihood == "real" else (np.digitize(y[:, 0], [-0.5, 0.5])
+                                        if likelihood == "class" else (y[:, :1] > 0) * 1.0)
+    base = BNN(X, y, hidden=hidden, activation=acts, prior=prior, likelihood=likelihood,
+               noise="0.5:2" if likelihood == "real" else None,
+               n_out=3 if likelihood == "class" else None)
+    cv = CVModel(base, folds=3)
+    assert cv.shared_inputs
+    tree = cv.stack([_random_position(base, k) for k in jax.random.split(
+        jax.random.PRNGKey(4), 3)])
+    f = jax.jit(stacked_apply, static_argnums=0)(base, tree["w"], base.X)
+    for k in range(3):
+        np.testing.assert_allclose(f[k], base.apply({g: v[k] for g, v in tree["w"].items()},
+                                                    base.X), rtol=1e-12, atol=1e-12)
+    per_fold = CVModel(base, folds=3, inputs=np.stack([base.X] * 3))
+    per_fold.shared_inputs = False  # the vmapped path of folds with their own inputs
+    for fn in (lambda m: m.logdensity, lambda m: jax.grad(m.logdensity)):
+        a, b = jax.jit(fn(cv))(tree), jax.jit(fn(per_fold))(tree)
+        jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-11), a, b)
 
 
 def test_classification_reward_is_capped_at_twice_a_folds_held_out_cases():

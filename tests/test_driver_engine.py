@@ -39,3 +39,19 @@ def test_sharded_over_four_devices_matches_one_device():
     # the draws agree to rounding, not necessarily bit for bit.
     np.testing.assert_allclose(four["mean"], one["mean"], rtol=1e-6, atol=1e-9)
     assert abs(four["digest"] - one["digest"]) <= 1e-9 * abs(one["digest"])
+
+
+def test_a_chain_alone_runs_as_it_does_in_a_batch():
+    """A block of one chain runs unbatched (`driver/lockstep.py`): chain 0 of a one-chain run
+    is chain 0 of a three-chain run (same keys, same start), to rounding, for fixed-length
+    HMC and for NUTS (whose trajectory is a loop of random length)."""
+    import bomcmc
+
+    for sampler, knobs in (("hmc", dict(step_size=0.1, steps=6, adapt=None)),
+                           ("nuts", dict(step_size=0.1, adapt=None))):
+        runs = [bomcmc.sample(sampler=sampler, posterior="logistic-heart", chains=c, draws=40,
+                              warmup=0, seed=3, float64=True, progress=False, checks=False,
+                              **knobs) for c in (1, 3)]
+        alone, batch = (np.asarray(r.idata.posterior["beta"]) for r in runs)
+        np.testing.assert_allclose(alone[0], batch[0], rtol=1e-9, atol=1e-12)
+        assert not np.allclose(batch[0], batch[1])  # the chains differ: the test can fail

@@ -47,12 +47,7 @@ from ..posterior import Posterior
 from ..validation import finite_data
 from .gibbs import gibbs_sweep, neal_curvature
 from .groups import Group
-from .priors import (
-    INF,
-    NetPrior,
-    fixed_gaussian,
-    parse_model_spec,
-)
+from .priors import INF, NetPrior, fixed_gaussian, parse_model_spec
 
 ACTIVATIONS: dict[str, Callable] = {
     "tanh": jnp.tanh,
@@ -328,13 +323,14 @@ class BNN:
             lp = lp + g.hyper_logpdf(log_tau, dtype) + g.value_logpdf(z, tau1)
         return lp
 
-    def log_likelihood(self, position: dict):
-        """log p(y | X, w, τ_noise), plus for `real` the noise precisions' own prior."""
+    def log_likelihood(self, position: dict, outputs=None):
+        """log p(y | X, w, τ_noise), plus for `real` the noise precisions' own prior;
+        `outputs`: f(X; w) when already computed (`bnn.cv.stacked_apply`)."""
         m = self._weighed()  # padding rows of a sharded run masked out
         log_tau = position.get("log_tau", {})
         w = position["w"]
         dtype = jax.tree_util.tree_leaves(w)[0].dtype
-        f = m.apply(w, m.inputs())
+        f = m.apply(w, m.inputs()) if outputs is None else outputs
         if m.likelihood == "real":
             g = m.noise_group
             _, tau1 = g.precisions(log_tau, dtype)
@@ -347,9 +343,9 @@ class BNN:
         return m._case_sum(
             jnp.take_along_axis(logp, m.targets()[:, None], axis=1)[:, 0])
 
-    def logdensity(self, position: dict):
+    def logdensity(self, position: dict, outputs=None):
         """The joint log density of (log τ, w) given the data (up to a constant)."""
-        return self.log_prior(position) + self.log_likelihood(position)
+        return self.log_prior(position) + self.log_likelihood(position, outputs)
 
     # -- Neal's scheme: Gibbs conditionals and step-size heuristic -----------------------
     def _values(self, position: dict) -> dict:

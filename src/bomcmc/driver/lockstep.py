@@ -56,4 +56,18 @@ def build_lockstep(logdensity: Callable, kernel: Kernel, chunk_size: int, warmup
         chain, bufs, _, _ = jax.lax.fori_loop(0, n_draws * thin, body, init)
         return (*chain, *out.read(bufs))
 
-    return jax.vmap(one_chain, in_axes=(0, 0, 0, 0, None, None, None))
+    batched = jax.vmap(one_chain, in_axes=(0, 0, 0, 0, None, None, None))
+
+    def chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
+        if keys.shape[0] != 1:
+            return batched(keys, states, knobs, adapt_states, start_iter, n_draws, thin)
+        # one chain runs unbatched: XLA's CPU programs for a batch of one were up to a
+        # quarter slower (docs/bnn.md, "What a fit costs")
+        def first(tree):
+            return jax.tree_util.tree_map(lambda a: a[0], tree)
+
+        out = one_chain(keys[0], first(states), first(knobs), first(adapt_states), start_iter,
+                        n_draws, thin)
+        return jax.tree_util.tree_map(lambda a: a[None], out)
+
+    return chunk
