@@ -142,19 +142,20 @@ def test_a_network_run_is_judged_in_function_space_on_its_kept_draws(tmp_path):
 def test_a_fit_computes_its_diagnostics_once_in_function_space(monkeypatch):
     """The run's own checks on every weight (whose warnings the estimator drops) took about
     as long as the sampling of the diabetes cross-validation (benchmarks/diabetes_cv.py):
-    a fit judges the predictions and log-likelihood alone."""
+    a fit judges the predictions and log-likelihood alone, without the MCSE the checks do not
+    read."""
     from bomcmc.diagnostics import checks
 
     groups = []
     convergence = checks.convergence
 
-    def counted(idata, group="posterior"):
-        groups.append(group)
-        return convergence(idata, group)
+    def counted(idata, group="posterior", mcse=True):
+        groups.append((group, mcse))
+        return convergence(idata, group, mcse)
 
     monkeypatch.setattr(checks, "convergence", counted)
     BayesianMLPRegressor(**TINY).fit(*_data())
-    assert groups == [checks.FUNCTION_SPACE]
+    assert groups == [(checks.FUNCTION_SPACE, False)]
 
 
 def test_cross_validation_folds_a_case_apart_compile_the_fold_networks_once():

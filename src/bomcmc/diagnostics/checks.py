@@ -118,9 +118,10 @@ def numpy_path():
         Numba.numba_flag = flag
 
 
-def convergence(idata, group: str = "posterior") -> dict:
-    """ArviZ's bulk and tail ESS, MCSE of the mean and rank-normalised split R-hat (None for
-    one chain) of a group (the posterior by default), as Datasets."""
+def convergence(idata, group: str = "posterior", mcse: bool = True) -> dict:
+    """ArviZ's bulk and tail ESS, MCSE of the mean (None without `mcse`: the checks do not
+    read it) and rank-normalised split R-hat (None for one chain) of a group (the posterior
+    by default), as Datasets."""
     import arviz as az
 
     ds = idata[group]
@@ -129,7 +130,7 @@ def convergence(idata, group: str = "posterior") -> dict:
         return {
             "ess_bulk": az.ess(ds, method="bulk"),
             "ess_tail": az.ess(ds, method="tail"),
-            "mcse_mean": az.mcse(ds, method="mean"),
+            "mcse_mean": az.mcse(ds, method="mean") if mcse else None,
             "r_hat": az.rhat(ds) if n_chains > 1 else None,
         }
 
@@ -219,11 +220,11 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
     idata, totals = kept(idata, totals)
     judged = function_space(idata)
     if judged is not None:
-        conv = convergence(idata, FUNCTION_SPACE)
+        conv = convergence(idata, FUNCTION_SPACE, mcse=False)
     elif figures is not None:
         conv = figures
     else:
-        conv = convergence(idata)
+        conv = convergence(idata, mcse=False)
     with quiet():
         ss = idata.sample_stats if "sample_stats" in idata.groups() else None
         post = idata.posterior
