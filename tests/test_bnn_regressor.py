@@ -158,6 +158,23 @@ def test_a_fit_computes_its_diagnostics_once_in_function_space(monkeypatch):
     assert groups == [(checks.FUNCTION_SPACE, False)]
 
 
+def test_the_persistent_cache_is_on_before_pre_training(monkeypatch):
+    """A fit turns on the persistent compilation cache before its Adam pre-training, so that
+    the pre-training's programs come from the cache in the next process too (it was turned on
+    by `sample`, after them, and a process's first fit compiled them again: 2–4 s)."""
+    from bomcmc import config
+    from bomcmc.bnn import pretrain
+
+    calls = []
+    cache, train = config.default_compilation_cache, pretrain.pretrain
+    monkeypatch.setattr(config, "default_compilation_cache",
+                        lambda: calls.append("cache") or cache())
+    monkeypatch.setattr(pretrain, "pretrain", lambda *a, **k: calls.append("pretrain") or
+                        train(*a, **k))
+    BayesianMLPRegressor(**{**TINY, "pretrain_steps": 5}).fit(*_data())
+    assert calls[:2] == ["cache", "pretrain"]
+
+
 def test_cross_validation_folds_a_case_apart_compile_the_fold_networks_once():
     """The training sets of scikit-learn's folds differ by a case (294 and 295 of diabetes'
     442): padded to one row multiple, with L fixed so that both runs keep as many draws, the

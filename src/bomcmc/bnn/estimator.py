@@ -184,8 +184,10 @@ class BayesianMLPBase(BaseEstimator):
 
     def _fit(self, X, y):
         """Sample the posterior of the network given validated X and modelled targets y."""
+        from ..config import default_compilation_cache
         from ..driver import api as _run
 
+        default_compilation_cache()  # before pre-training, whose programs it then keeps too
         model = checked(self._model, X, y)
         sampler, post, kw, cv = self._sampler_and_posterior(model, self._starts(model))
         name = sampler_name(self.sampler)
