@@ -261,8 +261,8 @@ def stacked_apply(base, w, X):
     n, k = X.shape[0], jax.tree_util.tree_leaves(w)[0].shape[0]
     h = None
     for layer, act in enumerate(base.activations):
-        # u: (n, K·units), fold-major columns; the bias is added in this layout (added to
-        # (n, K, units) it made the gradient twice as slow)
+        # u: (n, K·units), column k·units + j for unit j of network k; the bias is added in
+        # this layout (added to u reshaped to (n, K, units) it made the gradient twice as slow)
         if layer == 0:
             u = X @ jnp.moveaxis(w["ih0"], 0, 1).reshape(X.shape[1], -1)
         else:
