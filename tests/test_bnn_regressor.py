@@ -161,7 +161,7 @@ def test_a_fit_computes_its_diagnostics_once_in_function_space(monkeypatch):
 def test_the_persistent_cache_is_on_before_pre_training(monkeypatch):
     """A fit turns on the persistent compilation cache before its Adam pre-training, so that
     the pre-training's programs come from the cache in the next process too (it was turned on
-    by `sample`, after them, and a process's first fit compiled them again: 2–4 s)."""
+    by `sample`, after them, and a process's first fit compiled them again: 1.8–3.4 s)."""
     from bomcmc import config
     from bomcmc.bnn import pretrain
 
