@@ -257,9 +257,14 @@ class AHMCTuner(GPBanditTuner):
         restarted = False
         if updated:
             knobs, restarted = self._new_metric(knobs, chunk)
-        if restarted:
-            pass  # no proposal: the GP starts afresh from its first batch
-        elif ends and self.bandit.gp.n_obs > 0:
+        if not restarted:  # a restarted bandit proposes nothing: its GP starts afresh
+            self._next_points(i, entries, ends)
+        self.history.extend(entries)
+        return self._apply(knobs)
+
+    def _next_points(self, i: int, entries: list[dict], ends: bool) -> None:
+        """The next setting(s): the incumbent at burn-in's end, proposals in it, moves after."""
+        if ends and self.bandit.gp.n_obs > 0:
             # Burn-in's exploration ends: every chain samples from the incumbent (under the
             # ceiling), not an untried proposal (docs/tuning.md, "Robust defaults")
             self.burn = self.burn._replace(points=None)
@@ -276,8 +281,6 @@ class AHMCTuner(GPBanditTuner):
             margin = self.margin if i > self.burn_end else None
             self.bandit = self.bandit._replace(point=ceil.safe_point(
                 self.bandit.box, self.bandit.point, self.ceiling, margin))
-        self.history.extend(entries)
-        return self._apply(knobs)
 
     def _settled(self, i: int, chunk: dict, updated: bool, grew: bool) -> bool:
         """warmup="auto": the step counted in `settle`; whether burn-in ends here."""
