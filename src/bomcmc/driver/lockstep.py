@@ -61,8 +61,8 @@ def build_lockstep(logdensity: Callable, kernel: Kernel, chunk_size: int, warmup
     def chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
         if keys.shape[0] != 1:
             return batched(keys, states, knobs, adapt_states, start_iter, n_draws, thin)
-        # one chain runs unbatched: XLA's CPU program for a batch of one was nearly twice
-        # as slow on the cross-validation networks (docs/bnn.md, "What a fit costs")
+        # one chain runs unbatched: XLA's CPU program for a batch of one was far slower on
+        # the cross-validation networks (docs/bnn.md, "What a fit costs")
         def first(tree):
             return jax.tree_util.tree_map(lambda a: a[0], tree)
 
