@@ -1,8 +1,9 @@
 """Where a network fit's time goes besides sampling (issue 32; docs/bnn.md, "What a fit
 costs"): one `BayesianMLPRegressor()` fit at the defaults on the first diabetes fold (294
 standardised cases), then, timed apart on its result, the parts of the fit's checks: the
-function-space group (the predictions and log-likelihood of every draw), and ArviZ's bulk
-and tail ESS of that group's kept draws (`diagnostics.checks.convergence`).
+function-space group (the predictions and log-likelihood of every draw), and the bulk
+and tail ESS of that group's kept draws (`diagnostics.checks.convergence`, ArviZ's estimators
+vectorised over coordinates by `diagnostics.rank_normalized`).
 
     python benchmarks/fit_checks_cost.py
 """

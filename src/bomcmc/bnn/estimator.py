@@ -323,8 +323,7 @@ class BayesianMLPBase(BaseEstimator):
         mean for "ahmc_cv"): what predictions depend on, as the weights themselves are
         identified only up to permutations and sign flips of hidden units. Without X, of every
         sampled coordinate. Converged by Ask 2022's rule of thumb when below 1.1."""
-        import arviz as az
-
+        from ..diagnostics import rank_normalized as rn
         from .predict import forward
 
         check_is_fitted(self, "model_")
@@ -333,7 +332,8 @@ class BayesianMLPBase(BaseEstimator):
         if chains < 2:
             return float("nan")
         if X is None:
-            r = az.rhat(self.idata_)
+            with np.errstate(all="ignore"):
+                r = rn.on_dataset(post, rn.rhat)
             return float(max(np.nanmax(np.asarray(r[v].values)) for v in r.data_vars))
         X = self._check_X(X)
         flat = flat_draws(self.idata_)  # (chains·draws, dim), chain-major
@@ -343,7 +343,8 @@ class BayesianMLPBase(BaseEstimator):
         else:
             f = forward(self.model_, flat, X)
         f = np.asarray(f, np.float64).reshape(chains, draws, -1)
-        return float(np.nanmax(np.asarray(az.rhat(az.convert_to_dataset(f))["x"].values)))
+        with np.errstate(all="ignore"):
+            return float(np.nanmax(rn.rhat(f)))
 
     # -- persistence ------------------------------------------------------------------------
     def _save(self, out: Path, X, y) -> None:

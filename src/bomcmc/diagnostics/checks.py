@@ -119,19 +119,20 @@ def numpy_path():
 
 
 def convergence(idata, group: str = "posterior", mcse: bool = True) -> dict:
-    """ArviZ's bulk and tail ESS, MCSE of the mean (None without `mcse`: the checks do not
-    read it) and rank-normalised split R-hat (None for one chain) of a group (the posterior
-    by default), as Datasets."""
-    import arviz as az
+    """Bulk and tail ESS, MCSE of the mean (None without `mcse`: the checks do not read it)
+    and rank-normalised split R-hat (None for one chain) of a group (the posterior by
+    default), as Datasets: ArviZ's estimators, every coordinate at once
+    (`rank_normalized`)."""
+    from . import rank_normalized as rn
 
     ds = idata[group]
-    with quiet():
+    with quiet(), np.errstate(all="ignore"):
         n_chains = ds.sizes.get("chain", 1)
         return {
-            "ess_bulk": az.ess(ds, method="bulk"),
-            "ess_tail": az.ess(ds, method="tail"),
-            "mcse_mean": az.mcse(ds, method="mean") if mcse else None,
-            "r_hat": az.rhat(ds) if n_chains > 1 else None,
+            "ess_bulk": rn.on_dataset(ds, rn.ess_bulk),
+            "ess_tail": rn.on_dataset(ds, rn.ess_tail),
+            "mcse_mean": rn.on_dataset(ds, rn.mcse_mean) if mcse else None,
+            "r_hat": rn.on_dataset(ds, rn.rhat) if n_chains > 1 else None,
         }
 
 

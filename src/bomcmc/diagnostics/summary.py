@@ -22,8 +22,9 @@ import math
 
 import numpy as np
 
+from . import rank_normalized
 from .checks import (FUNCTION_SPACE, check_run, convergence, frozen, function_space, kept,
-                     numpy_path, quiet)
+                     quiet)
 
 
 def clean_json(x):
@@ -68,11 +69,12 @@ def run_totals(idata) -> dict:
 
 
 def flat_ess(idata, method: str = "bulk") -> np.ndarray:
-    """ESS of every scalar coordinate of every posterior variable, as one vector."""
-    import arviz as az
-
-    with numpy_path():
-        ess = az.ess(idata, method=method)
+    """ESS (`rank_normalized`'s bulk or tail) of every scalar coordinate of every posterior
+    variable, as one vector."""
+    post = idata.posterior if hasattr(idata, "posterior") else idata
+    fn = {"bulk": rank_normalized.ess_bulk, "tail": rank_normalized.ess_tail}[method]
+    with np.errstate(all="ignore"):
+        ess = rank_normalized.on_dataset(post, fn)
     return np.concatenate([np.asarray(ess[v]).ravel() for v in ess.data_vars])
 
 

@@ -21,8 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..diagnostics.checks import RHAT_MAX, numpy_path
-from ..diagnostics.summary import flat_ess
+from ..diagnostics import rank_normalized as rn
+from ..diagnostics.checks import RHAT_MAX
 from ..tuning.base import SAMPLING
 
 MIN_DRAWS = 20  # per chain before the rule is first read (ESS of a few draws means little)
@@ -49,13 +49,12 @@ def ess_for_mcse(fraction: float) -> float:
 def precision(positions: np.ndarray) -> Precision:
     """Of draws (chains, draws, dim). A coordinate constant within every chain has no ESS:
     it counts as 0 (never precise), as the checks count it."""
-    import arviz as az
-
-    ds = az.convert_to_dataset({"x": np.asarray(positions, np.float64)})
-    bulk = np.nan_to_num(flat_ess(ds, "bulk"), nan=0.0)
-    tail = np.nan_to_num(flat_ess(ds, "tail"), nan=0.0)
-    with numpy_path():
-        rhat = np.nan_to_num(az.rhat(ds)["x"].values, nan=math.inf)
+    x = np.asarray(positions, np.float64)
+    x = x.reshape(x.shape[0], x.shape[1], -1)
+    with np.errstate(all="ignore"):
+        bulk = np.nan_to_num(rn.ess_bulk(x), nan=0.0)
+        tail = np.nan_to_num(rn.ess_tail(x), nan=0.0)
+        rhat = np.nan_to_num(rn.rhat(x), nan=math.inf)
     return Precision(int(positions.shape[1]), float(bulk.min()), float(tail.min()),
                      float(rhat.max()))
 
@@ -63,19 +62,17 @@ def precision(positions: np.ndarray) -> Precision:
 def short_of(positions: np.ndarray, target: float, order) -> int | None:
     """The first coordinate, in `order`, that falls short of the rule (bulk ESS, then tail
     ESS, below `target`, or R-hat above RHAT_MAX), or None where none does. Each figure is
-    `precision`'s own (ArviZ's estimators on that coordinate alone give the same numbers),
-    so trying the coordinate that fell short last time first settles most chunks with one
-    or two of one coordinate's figures instead of all of every coordinate's."""
-    import arviz as az
-
+    `precision`'s own (the same estimators on that coordinate alone), so trying the
+    coordinate that fell short last time first settles most chunks with one or two of one
+    coordinate's figures instead of all of every coordinate's."""
     flat = np.asarray(positions, np.float64).reshape(positions.shape[0], positions.shape[1], -1)
-    with numpy_path():
+    with np.errstate(all="ignore"):
         for j in order:
-            x = np.ascontiguousarray(flat[:, :, j])
-            for method in ("bulk", "tail"):
-                if not float(np.nan_to_num(az.ess(x, method=method), nan=0.0)) >= target:
+            x = flat[:, :, j:j + 1]
+            for ess in (rn.ess_bulk, rn.ess_tail):
+                if not float(np.nan_to_num(ess(x)[0], nan=0.0)) >= target:
                     return int(j)
-            if not float(np.nan_to_num(az.rhat(x), nan=math.inf)) <= RHAT_MAX:
+            if not float(np.nan_to_num(rn.rhat(x)[0], nan=math.inf)) <= RHAT_MAX:
                 return int(j)
     return None
 
