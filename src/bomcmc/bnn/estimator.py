@@ -274,7 +274,7 @@ class BayesianMLPBase(BaseEstimator):
         import jax.numpy as jnp
         import xarray as xr
 
-        from .predict import forward, pad_draws
+        from .predict import pad_draws
 
         post = idata.posterior
         chains, draws = post.sizes["chain"], post.sizes["draw"]
@@ -283,10 +283,16 @@ class BayesianMLPBase(BaseEstimator):
         if self.cv_ is not None:
             flat = self.cv_.fold_positions(flat).reshape(-1, model.dim)
         folds = flat.shape[0] // (chains * draws)
-        f = np.asarray(forward(model, flat, model.X), np.float64)
-        f = f.reshape((chains, draws, folds) + f.shape[1:]).mean(axis=2)
-        ll = data_jit(jax.vmap(lambda p: model.log_likelihood(model.unravel(p))), model.data)
-        log_lik = np.asarray(ll(jnp.asarray(pad_draws(flat, len(flat)))), np.float64)[:len(flat)]
+
+        def outputs_and_log_lik(p):  # one forward pass serves both
+            position = model.unravel(p)
+            f = model.apply(position["w"], model.inputs())
+            return f, model.log_likelihood(position, outputs=f)
+
+        fn = data_jit(jax.vmap(outputs_and_log_lik), model.data)  # compiled once per shape
+        f, log_lik = (np.asarray(a, np.float64)[:len(flat)]
+                      for a in fn(jnp.asarray(pad_draws(flat, len(flat)))))
+        f = f[:, :model.X.shape[0]].reshape((chains, draws, folds, -1, f.shape[-1])).mean(2)
         log_lik = log_lik.reshape(chains, draws, folds).mean(axis=2)
         coords = {"chain": post.chain.values, "draw": post.draw.values}
         return xr.Dataset({"f": (("chain", "draw", "case", "output"), f),
@@ -332,8 +338,7 @@ class BayesianMLPBase(BaseEstimator):
         if chains < 2:
             return float("nan")
         if X is None:
-            with np.errstate(all="ignore"):
-                r = rn.on_dataset(post, rn.rhat)
+            r = rn.on_dataset(post, rn.rhat)
             return float(max(np.nanmax(np.asarray(r[v].values)) for v in r.data_vars))
         X = self._check_X(X)
         flat = flat_draws(self.idata_)  # (chains·draws, dim), chain-major
@@ -343,8 +348,7 @@ class BayesianMLPBase(BaseEstimator):
         else:
             f = forward(self.model_, flat, X)
         f = np.asarray(f, np.float64).reshape(chains, draws, -1)
-        with np.errstate(all="ignore"):
-            return float(np.nanmax(rn.rhat(f)))
+        return float(np.nanmax(rn.rhat(f)))
 
     # -- persistence ------------------------------------------------------------------------
     def _save(self, out: Path, X, y) -> None:

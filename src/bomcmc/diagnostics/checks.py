@@ -126,7 +126,7 @@ def convergence(idata, group: str = "posterior", mcse: bool = True) -> dict:
     from . import rank_normalized as rn
 
     ds = idata[group]
-    with quiet(), np.errstate(all="ignore"):
+    with quiet():
         n_chains = ds.sizes.get("chain", 1)
         return {
             "ess_bulk": rn.on_dataset(ds, rn.ess_bulk),

@@ -18,7 +18,8 @@ The figures equal ArviZ's to rounding (tests/test_diagnostics_rank_normalized.py
 autocorrelated, antithetic, discrete, constant, short and NaN-holding draws).
 
 Arrays are (chains, draws, *shape); each function returns an array of `shape`. A coordinate
-holding a NaN, or fewer than 4 draws per chain (2 chains for R-hat), gives NaN, as in ArviZ.
+holding a NaN, or fewer than 4 draws per chain (2 chains for R-hat), gives NaN, as in ArviZ,
+and 0/0 gives NaN without a warning.
 """
 
 from __future__ import annotations
@@ -171,8 +172,11 @@ def _rhat_rank(x: np.ndarray) -> np.ndarray:
 
 
 def _apply(x, fn, min_chains: int = 1) -> np.ndarray:
+    """fn per coordinate of x (chains, draws, *shape); 0/0 (a constant coordinate's R-hat)
+    is NaN without a warning."""
     coords, shape = _coords(x)
-    return _masked(fn, coords, _valid(coords, min_chains)).reshape(shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _masked(fn, coords, _valid(coords, min_chains)).reshape(shape)
 
 
 def ess_bulk(x) -> np.ndarray:

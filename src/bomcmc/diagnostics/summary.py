@@ -73,8 +73,7 @@ def flat_ess(idata, method: str = "bulk") -> np.ndarray:
     variable, as one vector."""
     post = idata.posterior if hasattr(idata, "posterior") else idata
     fn = {"bulk": rank_normalized.ess_bulk, "tail": rank_normalized.ess_tail}[method]
-    with np.errstate(all="ignore"):
-        ess = rank_normalized.on_dataset(post, fn)
+    ess = rank_normalized.on_dataset(post, fn)
     return np.concatenate([np.asarray(ess[v]).ravel() for v in ess.data_vars])
 
 

@@ -51,10 +51,9 @@ def precision(positions: np.ndarray) -> Precision:
     it counts as 0 (never precise), as the checks count it."""
     x = np.asarray(positions, np.float64)
     x = x.reshape(x.shape[0], x.shape[1], -1)
-    with np.errstate(all="ignore"):
-        bulk = np.nan_to_num(rn.ess_bulk(x), nan=0.0)
-        tail = np.nan_to_num(rn.ess_tail(x), nan=0.0)
-        rhat = np.nan_to_num(rn.rhat(x), nan=math.inf)
+    bulk = np.nan_to_num(rn.ess_bulk(x), nan=0.0)
+    tail = np.nan_to_num(rn.ess_tail(x), nan=0.0)
+    rhat = np.nan_to_num(rn.rhat(x), nan=math.inf)
     return Precision(int(positions.shape[1]), float(bulk.min()), float(tail.min()),
                      float(rhat.max()))
 
@@ -66,14 +65,13 @@ def short_of(positions: np.ndarray, target: float, order) -> int | None:
     coordinate that fell short last time first settles most chunks with one or two of one
     coordinate's figures instead of all of every coordinate's."""
     flat = np.asarray(positions, np.float64).reshape(positions.shape[0], positions.shape[1], -1)
-    with np.errstate(all="ignore"):
-        for j in order:
-            x = flat[:, :, j:j + 1]
-            for ess in (rn.ess_bulk, rn.ess_tail):
-                if not float(np.nan_to_num(ess(x)[0], nan=0.0)) >= target:
-                    return int(j)
-            if not float(np.nan_to_num(rn.rhat(x)[0], nan=math.inf)) <= RHAT_MAX:
+    for j in order:
+        x = flat[:, :, j:j + 1]
+        for ess in (rn.ess_bulk, rn.ess_tail):
+            if not float(np.nan_to_num(ess(x)[0], nan=0.0)) >= target:
                 return int(j)
+        if not float(np.nan_to_num(rn.rhat(x)[0], nan=math.inf)) <= RHAT_MAX:
+            return int(j)
     return None
 
 
