@@ -127,12 +127,17 @@ def per_chain_ess(res, names) -> dict:
     """ESS of each chain alone, as the paper's boxes are over its single-chain runs: the
     monotone-sequence ESS of Girolami & Calderhead (2011) (`diagnostics.monotone_ess`) and
     ArviZ's bulk ESS, each (chains, k) over the named variables' coordinates; beside them the
-    pooled monotone-sequence ESS of every coordinate (k,)."""
+    pooled monotone-sequence ESS of every coordinate (k,). A chain that never moved on a
+    coordinate gave it no effective draws: ESS 0 (ArviZ counts a constant series as
+    independent draws, ESS = N)."""
     draws = _flat(res, names)
     chains, _, k = draws.shape
     mono, pooled = monotone_per_chain(draws)
     bulk = np.array([[float(np.squeeze(az.ess(draws[c, :, j], method="bulk")))
                       for j in range(k)] for c in range(chains)])
+    still = np.ptp(draws, axis=1) == 0  # (chains, k)
+    mono[still], bulk[still] = 0.0, 0.0
+    pooled[still.all(0)] = 0.0
     return {"monotone": mono, "bulk": bulk, "pooled_monotone": pooled}
 
 

@@ -20,6 +20,13 @@ its 10 single-chain runs, and `--plot` draws them as Fig. 2's box plots:
         --out benchmarks/results/rmhmc-logistic-paper.json \\
         --plot docs/figures/rmhmc_logistic_paper.png
 
+With `--independent` as well, each adaptive sampler's 10 chains are 10 runs of one chain, each
+with its own bandit and start, as the paper's were (RMHMC adapts nothing, so its 10 chains of
+one run are 10 independent runs already). `--samplers armhmc-authors` adds ARMHMC rewarded as
+the authors' code rewards it: ESJD/√L with no rule for divergences (bomcmc's reward scores a
+block in which a chain diverged 0). `--reuse FILE` takes the rows of the samplers not run
+from an earlier results JSON.
+
 Recorded: ArviZ's bulk ESS of each coefficient (min / median / max), per gradient of the
 sampling phase, per gradient with the warm-up's, and per second of sampling (compilation
 excluded; the metric's cost is in the seconds, not in the gradients); acceptance; the share
@@ -51,6 +58,42 @@ SETTINGS = {
 PAPER_SETTINGS = {"rmhmc": SETTINGS["rmhmc"],
                   "armhmc": dict(eps_bounds=(0.1, 1.0), steps_bounds=(1, 12))}
 PAPER_RUN = dict(chains=10, warmup=1000, draws=5000)
+AUTHORS = "armhmc-authors"  # ARMHMC with the authors' reward: no rule for divergences
+ADAPTIVE = ("armhmc", AUTHORS)
+
+
+def esjd_without_divergence_rule(chunk: dict) -> float:
+    """ESJD/√L as the authors' `ahmc.m` computes it: a non-finite jump counts 0 and a block
+    with a divergent transition is scored like any other (`tuning.rewards.esjd` less its
+    divergence rule; a divergent transition's own jump is ~0, its acceptance being ~0)."""
+    info = chunk["info"]
+    jumps = np.asarray(info["esjd"] if isinstance(info, dict) else info.esjd, dtype=float)
+    if jumps.size == 0:
+        return float("nan")
+    jumps = np.where(np.isfinite(jumps), jumps, 0.0)
+    return float(jumps.mean() / np.sqrt(float(chunk["num_steps"])))
+
+
+class Pooled:
+    """Independent one-chain runs seen as one run of their chains: the posterior and
+    sample_stats side by side along "chain", the totals summed (acceptance averaged), and
+    each chain's own warm-up gradients."""
+
+    def __init__(self, results):
+        import xarray as xr
+
+        def stack(group):
+            parts = [getattr(r.idata, group) for r in results]
+            return xr.concat(parts, dim="chain").assign_coords(chain=np.arange(len(parts)))
+
+        self.idata = type("Groups", (), {"posterior": stack("posterior"),
+                                         "sample_stats": stack("sample_stats")})()
+        keys = ("n_grad", "n_grad_warmup", "wall_s", "wall_s_total", "wall_s_warmup",
+                "divergences")
+        self.totals = {k: sum(r.totals[k] for r in results) for k in keys}
+        self.totals["accept_mean"] = float(np.mean([r.totals["accept_mean"] for r in results]))
+        self.chain_n_grad_warmup = np.array([r.totals["n_grad_warmup"] for r in results],
+                                            dtype=float)
 
 
 def figures(res) -> dict:
@@ -72,7 +115,7 @@ def chain_figures(res) -> dict:
     ess = per_chain_ess(res, ["beta"])
     ss = res.idata.sample_stats
     grads = np.asarray(ss.n_grad).sum(axis=1).astype(float)
-    warm = res.totals["n_grad_warmup"] / grads.size
+    warm = getattr(res, "chain_n_grad_warmup", res.totals["n_grad_warmup"] / grads.size)
     out = {"chain_n_grad": grads, "chain_accept": np.asarray(ss.acceptance_rate).mean(1),
            "chain_eps_median": np.median(np.asarray(ss.step_size), 1),
            "chain_L_median": np.median(np.asarray(ss.n_steps), 1)}
@@ -98,15 +141,18 @@ def plot_boxes(runs, path, estimator: str = "monotone") -> None:
     import matplotlib.pyplot as plt
 
     names = [d for d in DATASETS if any(r["dataset"] == d for r in runs)]
-    fig, axes = plt.subplots(3, len(names), figsize=(2.6 * len(names), 7), squeeze=False)
+    samplers = [s for s in ("rmhmc", *ADAPTIVE) if any(r["sampler"] == s for r in runs)]
+    labels = {"rmhmc": "RMHMC", "armhmc": "ARMHMC", AUTHORS: "ARMHMC\n(authors'\nreward)"}
+    fig, axes = plt.subplots(3, len(names), figsize=((1.2 + 0.7 * len(samplers)) * len(names),
+                                                      7.5), squeeze=False)
     for j, ds in enumerate(names):
         for i, k in enumerate(("min", "median", "max")):
             ax = axes[i, j]
             data = [[x for r in runs if r["dataset"] == ds and r["sampler"] == s
                      for x in r.get(f"chain_{estimator}_per_grad_{k}", [])]
-                    for s in ("rmhmc", "armhmc")]
+                    for s in samplers]
             ax.boxplot(data)
-            ax.set_xticks([1, 2], ["RMHMC", "ARMHMC"])
+            ax.set_xticks(range(1, len(samplers) + 1), [labels[s] for s in samplers])
             ax.set_title(f"{ds}: {k}" if i == 0 else k, fontsize=9)
             ax.tick_params(labelsize=8)
             if j == 0:
@@ -126,7 +172,8 @@ def table(runs) -> str:
              "med / max | monotone per chain: min (median over chains) | the same, warm-up "
              "counted | bulk pooled min, warm-up counted | acceptance | ε, L (median) | fixed "
              "points unconverged | max \\|z\\| vs NUTS |", "|---" * 11 + "|"]
-    for r in sorted(runs, key=lambda r: (DATASETS.index(r["dataset"]), r["sampler"] != "rmhmc",
+    order = ("rmhmc", *ADAPTIVE)
+    for r in sorted(runs, key=lambda r: (DATASETS.index(r["dataset"]), order.index(r["sampler"]),
                                          r["seed"])):
         f = "{:.3f}".format
         lines.append(
@@ -182,6 +229,14 @@ def parse_args(argv=None):
     ap.add_argument("--warmup", type=int, default=1000)
     ap.add_argument("--draws", type=int, default=5000)
     ap.add_argument("--seeds", default="0")
+    ap.add_argument("--samplers", default="rmhmc,armhmc",
+                    help=f"comma-separated, of rmhmc, armhmc, {AUTHORS}")
+    ap.add_argument("--independent", action="store_true",
+                    help="the adaptive samplers' chains as independent one-chain runs, each "
+                         "with its own bandit and start")
+    ap.add_argument("--reuse", metavar="FILE",
+                    help="take the rows of the samplers not in --samplers from this results "
+                         "JSON (e.g. rmhmc's, which --independent does not change)")
     ap.add_argument("--out",
                     help="results JSON; with --paper, rewritten after every run and resumed "
                          "from (the runs already in it are skipped)")
@@ -200,14 +255,32 @@ def parse_args(argv=None):
     return args
 
 
+def sample(post, label, kw, seed, args, chains):
+    """One run of `label`'s sampler; ARMHMC with the authors' reward is `armhmc` with a
+    block bandit rewarded by `esjd_without_divergence_rule`."""
+    sampler, kw = label, dict(kw)
+    if label == AUTHORS:
+        from bomcmc.tuning.block_bandit import BlockBanditTuner
+
+        sampler = "armhmc"
+        kw = {"tuner": BlockBanditTuner(warmup=args.warmup, seed=seed,
+                                        reward=esjd_without_divergence_rule, **kw)}
+    return bomcmc.sample(posterior=post, sampler=sampler, chains=chains, draws=args.draws,
+                         warmup=args.warmup, seed=seed, float64=True, progress=False, **kw)
+
+
 def run_one(post, sampler, kw, seed, args, ref, paper) -> dict:
-    """One run of `--chains` chains of `sampler` on `post`, with its figures."""
+    """One run of `--chains` chains of `sampler` on `post` (with `--independent`, an adaptive
+    sampler's `--chains` one-chain runs, seeds 1000·seed + i), with its figures."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = bomcmc.sample(posterior=post, sampler=sampler, chains=args.chains,
-                            draws=args.draws, warmup=args.warmup, seed=seed,
-                            float64=True, progress=False, **kw)
+        if args.independent and sampler in ADAPTIVE:
+            res = Pooled([sample(post, sampler, kw, 1000 * seed + i, args, 1)
+                          for i in range(args.chains)])
+        else:
+            res = sample(post, sampler, kw, seed, args, args.chains)
     row = {"dataset": post.removeprefix("logistic-"), "sampler": sampler, "seed": seed,
+           "independent": bool(args.independent and sampler in ADAPTIVE),
            **figures(res), "z_vs_nuts": z_against(res, ref),
            "warnings": [str(w.message).split(":")[0] for w in caught
                         if issubclass(w.category, bomcmc.SamplingWarning)]}
@@ -228,20 +301,28 @@ def main(argv=None) -> int:
         ds, _, items = args.check.partition("=")
         check(ds, items)
         return 0
-    settings = PAPER_SETTINGS if args.paper else SETTINGS
+    settings = dict(PAPER_SETTINGS if args.paper else SETTINGS)
+    settings[AUTHORS] = {**settings["armhmc"], "reward": "esjd without the divergence rule"}
+    chosen = args.samplers.split(",")
     meta = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "plot_only")}
     out = Path(args.out)
     runs = read_results(out)["runs"] if args.paper and out.exists() else []
+    if args.reuse and not runs:
+        runs = [dict(r, reused_from=args.reuse) for r in read_results(Path(args.reuse))["runs"]
+                if r["sampler"] not in chosen]
     if args.plot_only:
         draw(args, read_results(out)["runs"])
         print(table(read_results(out)["runs"]))
         return 0
     done = {(r["dataset"], r["sampler"], r["seed"]) for r in runs}
+    used = {s: settings[s] for s in ("rmhmc", *ADAPTIVE) if s in chosen
+            or any(r["sampler"] == s for r in runs)}
     t0 = time.time()
     for ds in args.datasets.split(","):
         post = f"logistic-{ds}"
-        todo = [(s, kw, seed) for s, kw in settings.items()
-                for seed in map(int, args.seeds.split(",")) if (ds, s, seed) not in done]
+        todo = [(s, {k: v for k, v in settings[s].items() if k != "reward"}, seed)
+                for s in chosen for seed in map(int, args.seeds.split(","))
+                if (ds, s, seed) not in done]
         if not todo:
             continue
         with warnings.catch_warnings():
@@ -256,13 +337,13 @@ def main(argv=None) -> int:
                   f"{row['per_s_min']:.1f}, |z| {row['z_vs_nuts']:.2f}, "
                   f"{time.time() - t0:.0f} s", flush=True)
             if args.paper:
-                write_results(out, {"meta": meta, "settings": settings, "runs": runs},
+                write_results(out, {"meta": meta, "settings": used, "runs": runs},
                               complete=False)
     if args.paper:
-        write_results(out, {"meta": meta, "settings": settings, "runs": runs}, complete=True)
+        write_results(out, {"meta": meta, "settings": used, "runs": runs}, complete=True)
         draw(args, runs)
     else:
-        out.write_text(json.dumps({"meta": meta, "settings": settings, "runs": runs},
+        out.write_text(json.dumps({"meta": meta, "settings": used, "runs": runs},
                                   indent=1, default=list))
     return 0
 
