@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import special, stats
+from scipy.fft import next_fast_len
 
 MIN_DRAWS = 4
 TAIL_PROBS = (0.05, 0.95)
@@ -63,17 +64,11 @@ def _z_scale(x: np.ndarray) -> np.ndarray:
 def _autocov(x: np.ndarray) -> np.ndarray:
     """Each chain's autocovariance at every lag (biased, / n), by FFT along the last axis."""
     n = x.shape[-1]
-    m = _fast_len(2 * n)
+    m = next_fast_len(2 * n)
     x = x - x.mean(-1, keepdims=True)
     f = np.fft.rfft(x, n=m, axis=-1)
     f *= np.conjugate(f)
     return np.fft.irfft(f, n=m, axis=-1)[..., :n] / n
-
-
-def _fast_len(n: int) -> int:
-    from scipy.fft import next_fast_len
-
-    return next_fast_len(n)
 
 
 def _geyer_ess(x: np.ndarray) -> np.ndarray:

@@ -238,7 +238,8 @@ def format_table(summary: dict, max_rows: int = 40) -> str:
     r = summary["run"]
 
     def mmm(d, p):
-        return "/".join("nan" if d[k] is None else f"{d[k]:.{p}g}" for k in ("min", "median", "max"))
+        return "/".join("nan" if d[k] is None else f"{d[k]:.{p}g}"
+                        for k in ("min", "median", "max"))
 
     lines += [
         "",
