@@ -31,15 +31,12 @@ from scipy.fft import next_fast_len
 MIN_DRAWS = 4
 TAIL_PROBS = (0.05, 0.95)
 BLOM_OFFSET = 3 / 8  # the ranks' back-transformation (Blom 1958), as ArviZ's
+BLOCK_DRAWS = 1 << 21  # draws (chains × draws × coordinates) computed at once: 16 MB in float64
 
 
 def _coords(x) -> tuple[np.ndarray, tuple]:
-    """(k, chains, draws) array of x (chains, draws, *shape), and `shape`. Floating draws
-    keep their precision up to where ArviZ's estimators cast them to float64, so that
-    float32 draws tie (and rank) as they do there."""
+    """(k, chains, draws) view of x (chains, draws, *shape), and `shape`."""
     x = np.asarray(x)
-    if not np.issubdtype(x.dtype, np.floating):
-        x = x.astype(float)
     if x.ndim < 2:
         raise ValueError(f"draws must be (chains, draws, ...), got shape {x.shape}")
     shape = x.shape[2:]
@@ -123,14 +120,6 @@ def _valid(x: np.ndarray, min_chains: int = 1) -> np.ndarray:
     return ~np.isnan(x).any((1, 2)) & enough
 
 
-def _masked(fn, x: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """fn of the valid coordinates, NaN elsewhere."""
-    out = np.full(x.shape[0], np.nan)
-    if valid.any():
-        out[valid] = fn(x[valid])
-    return out
-
-
 def _quantile(x: np.ndarray, prob: float) -> np.ndarray:
     """Each coordinate's type-7 quantile of all its draws, computed as SciPy's
     `mstats.mquantiles(alphap=1, betap=1)` computes it (ArviZ's `quantile`), so that a draw
@@ -167,11 +156,26 @@ def _rhat_rank(x: np.ndarray) -> np.ndarray:
 
 
 def _apply(x, fn, min_chains: int = 1) -> np.ndarray:
-    """fn per coordinate of x (chains, draws, *shape); 0/0 (a constant coordinate's R-hat)
-    is NaN without a warning."""
+    """fn per coordinate of x (chains, draws, *shape), NaN where a coordinate is not valid
+    (`_valid`); 0/0 (a constant coordinate's R-hat) is NaN without a warning.
+
+    Coordinates go through in blocks of about BLOCK_DRAWS draws, so that the working
+    arrays (the FFT's among them, several times a block's size) stay small however many
+    coordinates a posterior has. Floating draws keep their precision up to where ArviZ's
+    estimators cast them to float64, so that float32 draws tie (and rank) as they do
+    there."""
     coords, shape = _coords(x)
+    out = np.full(coords.shape[0], np.nan)
+    step = max(1, BLOCK_DRAWS // max(1, coords.shape[1] * coords.shape[2]))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _masked(fn, coords, _valid(coords, min_chains)).reshape(shape)
+        for start in range(0, coords.shape[0], step):
+            block = coords[start:start + step]
+            if not np.issubdtype(block.dtype, np.floating):
+                block = block.astype(float)
+            valid = _valid(block, min_chains)
+            if valid.any():
+                out[start:start + step][valid] = fn(block[valid])
+    return out.reshape(shape)
 
 
 def ess_bulk(x) -> np.ndarray:
