@@ -71,18 +71,24 @@ def test_each_estimator_is_arviz_s(case, kind):
     ref = _arviz(x, kind)
     assert ours.shape == ref.shape == x.shape[2:]
     np.testing.assert_array_equal(np.isnan(ours), np.isnan(ref))
-    # rounding only: sums in another order (measured ≤ 1e-13 relative)
+    # rounding only: sums in another order (measured ≤ 5e-16 relative)
     np.testing.assert_allclose(ours, ref, rtol=1e-10, atol=0)
 
 
 def test_the_cases_reach_every_branch():
-    """The cases above end the initial positive sequence early and late, and the monotone
-    sequence changes some pair sums (else the comparison would not test them)."""
-    lags = []
-    for x in (CASES["slow"], CASES["antithetic"]):
+    """The cases above end the initial positive sequence late (slow draws: τ of dozens of
+    lags) and at once (antithetic draws: τ at its floor, below 1), and the monotone sequence
+    lowers some pair sums inside the positive sequence (else the comparison with ArviZ
+    would not test it)."""
+    tau, lowered = [], False
+    for x in (CASES["slow"], CASES["antithetic"], CASES["mixing"]):
         z = rn._z_scale(rn._split(rn._coords(x)[0]))
-        lags.append(np.median(z.shape[1] * z.shape[2] / rn._geyer_ess(z)))
-    assert lags[0] > 50 and lags[1] < 1  # τ: hundreds of lags; antithetic τ below 1
+        tau.append(np.median(z.shape[1] * z.shape[2] / rn._geyer_ess(z)))
+        sums = rn._pair_sums(rn._rho(z))
+        kept = rn._positive_pairs(sums)
+        inside = np.arange(sums.shape[1])[None, :] < kept[:, None]
+        lowered |= bool(np.any((rn._monotone(sums) < sums) & inside))
+    assert tau[0] > 20 and tau[1] < 1 and lowered
 
 
 def test_a_dataset_keeps_its_variables_dims_and_coords():

@@ -68,22 +68,38 @@ def _autocov(x: np.ndarray) -> np.ndarray:
     return np.fft.irfft(f, n=m, axis=-1)[..., :n] / n
 
 
-def _geyer_ess(x: np.ndarray) -> np.ndarray:
-    """ESS of each coordinate's draws x (k, chains, n): chains·n / τ with τ = −1 + 2 Σ ρ̂ over
-    Geyer's initial monotone sequence of lag pairs (Vehtari et al. 2021 eqs. 10 and 11)."""
-    x = np.asarray(x, dtype=float)
-    k, chains, n = x.shape
-    size = float(chains * n)
+def _rho(x: np.ndarray) -> np.ndarray:
+    """ρ̂_t of each coordinate's draws x (k, chains, n) at every lag t, the chains combined:
+    1 − (W − mean of the chains' autocovariances) / var⁺ (Vehtari et al. 2021 eq. 10), and
+    ρ̂₀ = 1."""
+    n, chains = x.shape[2], x.shape[1]
     with np.errstate(invalid="ignore", divide="ignore"):
         acov = _autocov(x)
         mean_var = acov[:, :, 0].mean(1) * n / (n - 1.0)
         var_plus = mean_var * (n - 1.0) / n
         if chains > 1:
             var_plus = var_plus + x.mean(2).var(1, ddof=1)
-        rho = 1.0 - (mean_var[:, None] - acov.mean(1)) / var_plus[:, None]  # (k, n)
-    rho[:, 0] = 1.0
-    pairs = len(range(1, n - 3, 2))  # lag pairs (2j, 2j + 1), j = 1..pairs, that may be read
-    sums = rho[:, : 2 * pairs + 2].reshape(k, pairs + 1, 2).sum(2)  # pair 0 is (1, ρ̂₁)
+        rho = 1.0 - (mean_var[:, None] - acov.mean(1)) / var_plus[:, None]
+    rho[:, 0] = np.where(np.isnan(var_plus), np.nan, 1.0)
+    return rho
+
+
+def _pair_sums(rho: np.ndarray) -> np.ndarray:
+    """The sums of the lag pairs (2j, 2j + 1) that Geyer's sequences may read: j = 0..J with
+    J = len(range(1, n − 3, 2)), as ArviZ's loop reads them."""
+    pairs = len(range(1, rho.shape[1] - 3, 2))
+    return rho[:, : 2 * pairs + 2].reshape(rho.shape[0], pairs + 1, 2).sum(2)
+
+
+def _geyer_ess(x: np.ndarray) -> np.ndarray:
+    """ESS of each coordinate's draws x (k, chains, n): chains·n / τ with τ = −1 + 2 Σ ρ̂ over
+    Geyer's initial monotone sequence of lag pairs (Vehtari et al. 2021 eqs. 10 and 11)."""
+    x = np.asarray(x, dtype=float)
+    k, chains, n = x.shape
+    size = float(chains * n)
+    rho = _rho(x)
+    sums = _pair_sums(rho)  # pair 0 is (1, ρ̂₁)
+    pairs = sums.shape[1] - 1
     kept = _positive_pairs(sums)
     monotone = _monotone(sums)
     inside = np.arange(pairs + 1)[None, :] < kept[:, None]
@@ -95,7 +111,7 @@ def _geyer_ess(x: np.ndarray) -> np.ndarray:
     last = np.where((last_even > 0) | (last_sum >= 0), last_even, 0.0)
     tau = np.maximum(-1.0 + 2.0 * total + last, 1.0 / np.log10(size))
     ess = size / tau
-    ess[np.isnan(rho[:, :2 * pairs + 2]).any(1) | np.isnan(var_plus)] = np.nan
+    ess[np.isnan(rho[:, :2 * pairs + 2]).any(1)] = np.nan
     constant = (x.max((1, 2)) - x.min((1, 2))) < np.finfo(float).resolution
     ess[constant] = size
     return ess
