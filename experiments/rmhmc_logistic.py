@@ -214,6 +214,52 @@ def check(ds: str, settings: str, block: int = 10) -> None:
               f"{ess / res.totals['n_grad']:.3f}", flush=True)
 
 
+def start_check(ds: str, seed: int, eps_list=(0.01, 0.03, 0.1, 0.3)) -> None:
+    """Where a one-chain ARMHMC run of `--independent` starts (seed `seed`, the paper's box),
+    the log density and the metric's eigenvalues there, and `rmhmc` from that start with
+    L = 1 at each ε of `eps_list` (50 transitions): its acceptance, the share of divergent
+    transitions and of unconverged fixed points, and whether the chain moved; then the
+    ARMHMC run again (1000 + 5000) in the step-size box its warnings suggest."""
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    from bomcmc.models import get
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bomcmc.sample(posterior=f"logistic-{ds}", sampler="armhmc", chains=1, draws=20,
+                            warmup=20, seed=seed, float64=True, progress=False,
+                            **PAPER_SETTINGS["armhmc"])
+        start = res.idata.posterior["beta"].values[0, 0]
+        post = get(f"logistic-{ds}")
+        beta = jnp.asarray(start)
+        eig = np.linalg.eigvalsh(np.asarray(post.metric_fn(beta)))
+        print(f"{ds} seed {seed}: start {np.round(start, 3).tolist()}, log density "
+              f"{float(post.logdensity_fn({'beta': beta})):.1f}, metric eigenvalues "
+              f"{eig.min():.3g}-{eig.max():.3g}")
+        there = dataclasses.replace(post, init_position={"beta": beta})
+        for eps in eps_list:
+            r = bomcmc.sample(posterior=there, sampler="rmhmc", chains=1, draws=50, warmup=0,
+                              seed=1, float64=True, progress=False, step_size=eps, steps=1,
+                              fixed_point_steps=6, init_strategy="init")
+            ss = r.idata.sample_stats
+            moved = float(np.ptp(r.idata.posterior["beta"].values[0], axis=0).max())
+            print(f"  eps {eps}, L 1: acceptance {float(ss.acceptance_rate.mean()):.3f}, "
+                  f"divergent {float(ss.diverging.mean()):.2f}, fixed points unconverged "
+                  f"{float(ss.fixed_point_failed.mean()):.2f}, moved {moved:.3g}", flush=True)
+        # the run again, 1000 + 5000, in the step-size box its warnings suggest
+        fixed = bomcmc.sample(posterior=f"logistic-{ds}", sampler="armhmc", chains=1,
+                              draws=5000, warmup=1000, seed=seed, float64=True, progress=False,
+                              eps_bounds=(0.025, 0.25), steps_bounds=(1, 12))
+    f = figures(fixed)
+    ss = fixed.idata.sample_stats
+    print(f"  armhmc, eps_bounds=(0.025, 0.25): acceptance {f['accept']:.2f}, divergent "
+          f"{f['divergences']}, fixed points unconverged {f['fixed_point_failed']:.2f}, min bulk "
+          f"ESS/grad {f['per_grad_min']:.3f}, median eps {np.median(ss.step_size):.2f}, "
+          f"median L {np.median(ss.n_steps):.0f}")
+
+
 def z_against(res, ref) -> float:
     """The largest |z| of β's means against the reference run, in both runs' MCSEs."""
     return agreement(moments(res, ["beta"]), moments(ref, ["beta"]))["max_abs_z"]
@@ -244,11 +290,14 @@ def parse_args(argv=None):
                                    "ESS beside it as <name>-bulk.png)")
     ap.add_argument("--plot-only", action="store_true",
                     help="redraw --plot from --out and print its Markdown table")
+    ap.add_argument("--start-check", metavar="DATASET=SEED",
+                    help="where the one-chain ARMHMC run with this seed starts, and whether "
+                         "rmhmc moves from there at small and large steps (e.g. ripley=5)")
     ap.add_argument("--check", metavar="DATASET=EPS:L,...",
                     help="only run rmhmc at fixed settings on one data set and print its "
                          "divergences per bandit block (e.g. ripley=0.5:3r,0.203:6)")
     args = ap.parse_args(argv)
-    if not args.out and not args.check:
+    if not args.out and not args.check and not args.start_check:
         ap.error("--out is required")
     if args.paper:
         vars(args).update(PAPER_RUN)
@@ -300,6 +349,10 @@ def main(argv=None) -> int:
     if args.check:
         ds, _, items = args.check.partition("=")
         check(ds, items)
+        return 0
+    if args.start_check:
+        ds, _, seed = args.start_check.partition("=")
+        start_check(ds, int(seed))
         return 0
     settings = dict(PAPER_SETTINGS if args.paper else SETTINGS)
     settings[AUTHORS] = {**settings["armhmc"], "reward": "esjd without the divergence rule"}
