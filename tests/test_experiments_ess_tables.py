@@ -55,3 +55,16 @@ def test_per_chain_ess_is_each_chains_own_near_the_ar1_value():
     assert np.all(np.abs(ess["bulk"] / 667 - 1) < 0.3)
     assert np.all(np.abs(ess["pooled_monotone"] / 2667 - 1) < 0.2)
     assert et.spread(ess["monotone"])["min"].shape == (4,)
+
+
+def test_a_chain_that_never_moved_counts_no_effective_draws():
+    """A chain stuck at its start (docs/rmhmc.md: a ripley run whose every proposal
+    diverged) counts ESS 0 on each coordinate, where ArviZ counts a constant series as N
+    independent draws; the other chains keep their own ESS."""
+    et = _module()
+    run = _run(2)
+    run.idata.posterior["x"][1] = run.idata.posterior["x"][1, 0]
+    ess = et.per_chain_ess(run, ("x",))
+    assert np.all(ess["monotone"][1] == 0) and np.all(ess["bulk"][1] == 0)
+    assert np.all(ess["bulk"][[0, 2, 3]] > 300)
+    assert float(np.squeeze(az.ess(run.idata.posterior["x"].values[1, :, 0]))) == 2000
