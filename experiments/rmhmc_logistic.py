@@ -37,6 +37,7 @@ NUTS reference run (4 × 5000 draws) in both runs' MCSEs.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 import json
 import time
 import warnings
@@ -47,6 +48,7 @@ from ess_tables import (agreement, ess_figures, moments, per_chain_ess, read_res
                         spread, write_results)
 
 import bomcmc
+from bomcmc.tuning.rewards import esjd
 
 DATASETS = ("australian", "german", "heart", "pima", "ripley")
 SETTINGS = {
@@ -60,18 +62,6 @@ PAPER_SETTINGS = {"rmhmc": SETTINGS["rmhmc"],
 PAPER_RUN = dict(chains=10, warmup=1000, draws=5000)
 AUTHORS = "armhmc-authors"  # ARMHMC with the authors' reward: no rule for divergences
 ADAPTIVE = ("armhmc", AUTHORS)
-
-
-def esjd_without_divergence_rule(chunk: dict) -> float:
-    """ESJD/√L as the authors' `ahmc.m` computes it: a non-finite jump counts 0 and a block
-    with a divergent transition is scored like any other (`tuning.rewards.esjd` less its
-    divergence rule; a divergent transition's own jump is ~0, its acceptance being ~0)."""
-    info = chunk["info"]
-    jumps = np.asarray(info["esjd"] if isinstance(info, dict) else info.esjd, dtype=float)
-    if jumps.size == 0:
-        return float("nan")
-    jumps = np.where(np.isfinite(jumps), jumps, 0.0)
-    return float(jumps.mean() / np.sqrt(float(chunk["num_steps"])))
 
 
 class Pooled:
@@ -306,14 +296,14 @@ def parse_args(argv=None):
 
 def sample(post, label, kw, seed, args, chains):
     """One run of `label`'s sampler; ARMHMC with the authors' reward is `armhmc` with a
-    block bandit rewarded by `esjd_without_divergence_rule`."""
+    block bandit rewarded by `tuning.rewards.esjd` without its divergence rule."""
     sampler, kw = label, dict(kw)
     if label == AUTHORS:
         from bomcmc.tuning.block_bandit import BlockBanditTuner
 
         sampler = "armhmc"
         kw = {"tuner": BlockBanditTuner(warmup=args.warmup, seed=seed,
-                                        reward=esjd_without_divergence_rule, **kw)}
+                                        reward=partial(esjd, divergence_rule=False), **kw)}
     return bomcmc.sample(posterior=post, sampler=sampler, chains=chains, draws=args.draws,
                          warmup=args.warmup, seed=seed, float64=True, progress=False, **kw)
 

@@ -35,6 +35,8 @@ def test_a_divergence_zeroes_the_esjd_reward():
     assert rewards.esjd(chunk) == pytest.approx(0.5)
     info["diverging"][2, 7] = True
     assert rewards.esjd(chunk) == 0.0
+    # without the rule (the authors' reward, docs/rmhmc.md) the block keeps its jumps' score
+    assert rewards.esjd(chunk, divergence_rule=False) == pytest.approx(0.5)
 
 
 def test_laplace_metric_starts_dense_on_a_ridge():

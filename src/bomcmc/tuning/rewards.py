@@ -39,7 +39,7 @@ def any_divergence(chunk: dict) -> bool:
     return flags is not None and bool(np.any(np.asarray(flags)))
 
 
-def esjd(chunk: dict) -> float:
+def esjd(chunk: dict, divergence_rule: bool = True) -> float:
     """r = (1/(chains·n)) Σ_chains Σ_t a_t ||x*_t − x_t||² / √L   (Wang, Mohamed & de
     Freitas 2013 §3; the Rao-Blackwellised estimator and the division by √L of the authors'
     `ahmc.m`).
@@ -50,11 +50,13 @@ def esjd(chunk: dict) -> float:
     NaN guards, skips NaNs in the sum). A super-transition in which any transition diverged
     scores 0: a divergence means the integrator is unstable somewhere the chains go, which
     biases the draws (Betancourt 2017), so such a setting is worth nothing however far its
-    other transitions jumped (docs/tuning.md, "Robust defaults")."""
+    other transitions jumped (docs/tuning.md, "Robust defaults"). `divergence_rule=False`
+    scores such a block as the authors' code does, by its jumps (a divergent transition's
+    own is ~0, its acceptance being ~0): docs/rmhmc.md compares the two."""
     jumps = _info(chunk, "esjd")  # a·||x* − x||², recorded by the HMC kernel
     if jumps.size == 0:
         return float("nan")
-    if any_divergence(chunk):
+    if divergence_rule and any_divergence(chunk):
         return 0.0
     jumps = np.where(np.isfinite(jumps), jumps, 0.0)
     return float(jumps.mean() / np.sqrt(float(chunk["num_steps"])))
