@@ -15,12 +15,18 @@ ArviZ's ESS of the energy, per move and per second of sampling (compilation excl
 the acceptance rate and the mean k. IMBayesOpt's GP mean over (γ, k) and its tried points
 are kept for Figs 4.3, 4.6, 4.9. `--plots DIR` draws the ACFs, the first trial's energy
 traces and the GP mean.
+
+`--seeds 3` runs only the trials of those seeds, so that trials can run as separate processes
+on separate cores; `--merge A.json B.json ... --out ALL.json` joins their results (each
+method's trials in seed order, summaries recomputed), as if one process had run them all.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import time
 import warnings
 from pathlib import Path
@@ -87,6 +93,31 @@ def summarize(trials: list[dict]) -> dict:
     return {k: {"mean": float(np.mean([t[k] for t in trials])),
                 "sd": float(np.std([t[k] for t in trials], ddof=1)) if len(trials) > 1 else 0.0}
             for k in keys}
+
+
+def merge(parts: list[dict]) -> dict:
+    """One result from the results of separate processes, of one model and one protocol."""
+    same = ("model", "warmup", "draws", "temperature")
+    for p in parts[1:]:
+        differ = [k for k in same if p[k] != parts[0][k]]
+        if differ:
+            raise SystemExit(f"error: --merge: the parts differ in {', '.join(differ)}")
+    out = {k: v for k, v in parts[0].items() if k not in ("methods", "machine")}
+    out["machine"] = sorted({json.dumps(p.get("machine")) for p in parts})
+    out["methods"] = {}
+    for p in parts:
+        for name, r in p["methods"].items():
+            out["methods"].setdefault(name, {"trials": []})["trials"].extend(r["trials"])
+    for name, r in out["methods"].items():
+        seeds = [t["seed"] for t in r["trials"]]
+        if len(set(seeds)) != len(seeds):
+            raise SystemExit(f"error: --merge: {name} has seed {max(seeds, key=seeds.count)} "
+                             "twice")
+        r["trials"].sort(key=lambda t: t["seed"])
+        r["summary"] = summarize(r["trials"])
+    out["trials"] = max(len(r["trials"]) for r in out["methods"].values())
+    out["complete"] = all(p.get("complete") for p in parts)
+    return out
 
 
 def plots(result: dict, out_dir: Path) -> list[str]:
@@ -168,6 +199,10 @@ def main(argv=None) -> int:
     ap.add_argument("--draws", type=int, default=10000)
     ap.add_argument("--temperature", type=float, default=None,
                     help="IMBayesOpt's SIR temperature T (weights exp(μ/T); default 0.1)")
+    ap.add_argument("--seeds", default=None,
+                    help="comma-separated trial seeds to run (default 0..trials-1)")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                    help="join these results (of --seeds runs) into --out and print the table")
     ap.add_argument("--out", required=True, help="results JSON")
     ap.add_argument("--plots", default=None, metavar="DIR")
     ap.add_argument("--from-json", action="store_true",
@@ -175,19 +210,27 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.from_json:
         result = json.loads(Path(args.out).read_text())
+    elif args.merge:
+        result = merge([json.loads(Path(f).read_text()) for f in args.merge])
+        Path(args.out).write_text(json.dumps(result))
     else:
+        import jax
         from bomcmc import models
 
         model = models.get(args.model).spin_model
-        result = {"model": args.model, "beta": model.beta, "trials": args.trials,
+        seeds = ([int(x) for x in args.seeds.split(",")] if args.seeds
+                 else list(range(args.trials)))
+        result = {"model": args.model, "beta": model.beta, "trials": len(seeds),
                   "warmup": args.warmup, "draws": args.draws, "n_spins": model.n,
                   "n_flipped": model.n_flipped, "box": model.box(),
                   "expert": model.expert, "temperature": args.temperature, "methods": {},
-                  "complete": False}
+                  "complete": False,
+                  "machine": {"jax_backend": jax.default_backend(), "cpus": os.cpu_count(),
+                              "processor": platform.processor() or platform.machine()}}
         t0 = time.time()
         for name in args.methods.split(","):
             trials = []
-            for seed in range(args.trials):
+            for seed in seeds:
                 opts = ({"temperature": args.temperature}
                         if name == "IMBayesOpt" and args.temperature is not None else {})
                 trials.append(one_trial(args.model, METHODS[name], seed, args.warmup,
