@@ -31,3 +31,35 @@ def test_im_experiment_runs_end_to_end(tmp_path, capsys):
     assert "| IMBayesOpt |" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "fig").iterdir()) == [
         "spinglass-9x9x9-acf.png", "spinglass-9x9x9-energy.png", "spinglass-9x9x9-gp-mean.png"]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("im_sampler", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _part(seed, h, warmup=100, machine="a"):
+    trial = {"seed": seed, "h": h, "mean_abs_acf": 1 - h, "ess_per_move": h / 10,
+             "ess_per_s": h, "accept": 0.5, "mean_k": 3.0}
+    return {"model": "m", "warmup": warmup, "draws": 10, "temperature": None, "trials": 1,
+            "complete": True, "machine": {"cpus": machine},
+            "methods": {"IMExpert": {"trials": [trial]}}}
+
+
+def test_merge_joins_separate_trials_in_seed_order():
+    """--merge: the parts of separate processes become one result as if one process had run
+    every trial (seed order, summaries over all trials); mixed protocols or a repeated seed
+    are refused."""
+    mod = _load()
+    merged = mod.merge([_part(1, 0.6, machine="b"), _part(0, 0.4)])
+    trials = merged["methods"]["IMExpert"]["trials"]
+    assert [t["seed"] for t in trials] == [0, 1] and merged["trials"] == 2
+    assert merged["methods"]["IMExpert"]["summary"] == mod.summarize(trials)
+    assert merged["methods"]["IMExpert"]["summary"]["h"]["mean"] == pytest.approx(0.5)
+    assert merged["complete"] and len(merged["machine"]) == 2
+    with pytest.raises(SystemExit, match="differ in warmup"):
+        mod.merge([_part(0, 0.4), _part(1, 0.6, warmup=200)])
+    with pytest.raises(SystemExit, match="seed 0 twice"):
+        mod.merge([_part(0, 0.4), _part(0, 0.6)])
