@@ -19,6 +19,8 @@ traces and the GP mean.
 `--seeds 3` runs only the trials of those seeds, so that trials can run as separate processes
 on separate cores; `--merge A.json B.json ... --out ALL.json` joins their results (each
 method's trials in seed order, summaries recomputed), as if one process had run them all.
+`--gamma-bounds LO HI` narrows the γ box of the methods that search it (IMBayesOpt, IMUnif,
+IMBandit).
 """
 
 from __future__ import annotations
@@ -97,9 +99,9 @@ def summarize(trials: list[dict]) -> dict:
 
 def merge(parts: list[dict]) -> dict:
     """One result from the results of separate processes, of one model and one protocol."""
-    same = ("model", "warmup", "draws", "temperature")
+    same = ("model", "warmup", "draws", "temperature", "gamma_bounds")
     for p in parts[1:]:
-        differ = [k for k in same if p[k] != parts[0][k]]
+        differ = [k for k in same if p.get(k) != parts[0].get(k)]
         if differ:
             raise SystemExit(f"error: --merge: the parts differ in {', '.join(differ)}")
     out = {k: v for k, v in parts[0].items() if k not in ("methods", "machine")}
@@ -199,6 +201,8 @@ def main(argv=None) -> int:
     ap.add_argument("--draws", type=int, default=10000)
     ap.add_argument("--temperature", type=float, default=None,
                     help="IMBayesOpt's SIR temperature T (weights exp(μ/T); default 0.1)")
+    ap.add_argument("--gamma-bounds", type=float, nargs=2, default=None, metavar=("LO", "HI"),
+                    help="IMBayesOpt's and IMUnif's γ box (default: the model's)")
     ap.add_argument("--seeds", default=None,
                     help="comma-separated trial seeds to run (default 0..trials-1)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="JSON",
@@ -223,7 +227,8 @@ def main(argv=None) -> int:
         result = {"model": args.model, "beta": model.beta, "trials": len(seeds),
                   "warmup": args.warmup, "draws": args.draws, "n_spins": model.n,
                   "n_flipped": model.n_flipped, "box": model.box(),
-                  "expert": model.expert, "temperature": args.temperature, "methods": {},
+                  "expert": model.expert, "temperature": args.temperature,
+                  "gamma_bounds": args.gamma_bounds, "methods": {},
                   "complete": False,
                   "machine": {"jax_backend": jax.default_backend(), "cpus": os.cpu_count(),
                               "processor": platform.processor() or platform.machine()}}
@@ -233,6 +238,8 @@ def main(argv=None) -> int:
             for seed in seeds:
                 opts = ({"temperature": args.temperature}
                         if name == "IMBayesOpt" and args.temperature is not None else {})
+                if args.gamma_bounds and name in ("IMBayesOpt", "IMUnif", "IMBandit"):
+                    opts["gamma_bounds"] = tuple(args.gamma_bounds)
                 trials.append(one_trial(args.model, METHODS[name], seed, args.warmup,
                                         args.draws, **opts))
                 print(f"{args.model} {name} trial {seed}: h {trials[-1]['h']:.3f}, ESS/s "
