@@ -6,7 +6,8 @@ an `experiments/im_sampler.py` results JSON: the inputs scaled to the unit box, 
 reward at each, and scikit-learn's `GaussianProcessRegressor` with a constant × ARD RBF +
 white-noise kernel, `normalize_y=True`, 3 optimiser restarts. Prints the fitted length
 scales (as fractions of the box), the noise as a fraction of the rewards' variance, and the
-refitted GP mean's argmax.
+refitted GP mean's argmax. Beside them, the noise the rewards really have: the sd of h over
+the 100-move blocks of IMExpert's first trace (a fixed setting, so its spread is noise alone).
 
     python experiments/im_gp_refit.py benchmarks/results/im-ising-60x60-paper-device.json
 """
@@ -20,6 +21,8 @@ import warnings
 import numpy as np
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+from bomcmc.tuning.im_tuner import NOISE_VAR
 
 
 def refit(state: dict) -> dict:
@@ -41,6 +44,15 @@ def refit(state: dict) -> dict:
             "argmax": best.tolist(), "n": int(y.size)}
 
 
+def block_noise(lp_trace) -> tuple[int, float, float]:
+    """(blocks, mean, sd) of h over consecutive 100-move blocks of one energy trace."""
+    from bomcmc.tuning.rewards import energy_acf
+
+    lp = np.asarray(lp_trace, float)
+    h = [energy_acf({"lp": lp[None, i * 100:(i + 1) * 100]}) for i in range(lp.size // 100)]
+    return len(h), float(np.mean(h)), float(np.std(h, ddof=1))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", help="an experiments/im_sampler.py results JSON")
@@ -52,6 +64,11 @@ def main(argv=None) -> int:
               f"{f['lengthscales'][0]:.3f}, {f['lengthscales'][1]:.3f} of the box; noise "
               f"{f['noise']:.3f} of the rewards' variance; argmax γ {f['argmax'][0]:.3f}, "
               f"k {f['argmax'][1]:.0f}")
+    expert = r["methods"].get("IMExpert")
+    if expert and "lp_trace" in expert["trials"][0]:
+        n, m, sd = block_noise(expert["trials"][0]["lp_trace"])
+        print(f"IMExpert trial {expert['trials'][0]['seed']}: h over {n} blocks of 100 moves "
+              f"{m:.3f} ± {sd:.3f} (sd); the fixed GP assumes a noise sd of {NOISE_VAR ** 0.5:.3f}")
     return 0
 
 
