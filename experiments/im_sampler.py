@@ -99,7 +99,7 @@ def summarize(trials: list[dict]) -> dict:
 
 def merge(parts: list[dict]) -> dict:
     """One result from the results of separate processes, of one model and one protocol."""
-    same = ("model", "warmup", "draws", "temperature", "gamma_bounds")
+    same = ("model", "warmup", "draws", "temperature", "gamma_bounds", "bo_steps")
     for p in parts[1:]:
         differ = [k for k in same if p.get(k) != parts[0].get(k)]
         if differ:
@@ -201,6 +201,9 @@ def main(argv=None) -> int:
     ap.add_argument("--draws", type=int, default=10000)
     ap.add_argument("--temperature", type=float, default=None,
                     help="IMBayesOpt's SIR temperature T (weights exp(μ/T); default 0.1)")
+    ap.add_argument("--bo-steps", type=int, default=None,
+                    help="IMBayesOpt's BO steps in warm-up (default: warmup // 100, at most "
+                         "100); fewer steps are longer blocks, each reward less noisy")
     ap.add_argument("--gamma-bounds", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                     help="IMBayesOpt's and IMUnif's γ box (default: the model's)")
     ap.add_argument("--seeds", default=None,
@@ -228,7 +231,8 @@ def main(argv=None) -> int:
                   "warmup": args.warmup, "draws": args.draws, "n_spins": model.n,
                   "n_flipped": model.n_flipped, "box": model.box(),
                   "expert": model.expert, "temperature": args.temperature,
-                  "gamma_bounds": args.gamma_bounds, "methods": {},
+                  "gamma_bounds": args.gamma_bounds, "bo_steps": args.bo_steps,
+                  "methods": {},
                   "complete": False,
                   "machine": {"jax_backend": jax.default_backend(), "cpus": os.cpu_count(),
                               "processor": platform.processor() or platform.machine()}}
@@ -238,6 +242,8 @@ def main(argv=None) -> int:
             for seed in seeds:
                 opts = ({"temperature": args.temperature}
                         if name == "IMBayesOpt" and args.temperature is not None else {})
+                if args.bo_steps and name == "IMBayesOpt":
+                    opts["bo_steps"] = args.bo_steps
                 if args.gamma_bounds and name in ("IMBayesOpt", "IMUnif", "IMBandit"):
                     opts["gamma_bounds"] = tuple(args.gamma_bounds)
                 trials.append(one_trial(args.model, METHODS[name], seed, args.warmup,
