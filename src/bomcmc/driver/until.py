@@ -62,11 +62,14 @@ def _short(figures, target: float) -> np.ndarray:
     return (bulk < target) | (tail < target) | (rhat > RHAT_MAX)
 
 
+def _precision_of(figures, draws: int) -> Precision:
+    bulk, tail, rhat = figures
+    return Precision(int(draws), float(bulk.min()), float(tail.min()), float(rhat.max()))
+
+
 def precision(positions: np.ndarray) -> Precision:
     """Of draws (chains, draws, dim): the minimum bulk and tail ESS and the maximum R-hat."""
-    bulk, tail, rhat = _figures(positions)
-    return Precision(int(positions.shape[1]), float(bulk.min()), float(tail.min()),
-                     float(rhat.max()))
+    return _precision_of(_figures(positions), positions.shape[1])
 
 
 class Until:
@@ -114,8 +117,7 @@ class Until:
                     _figures(flat[:, :, self._short:self._short + 1]), self.target)[0]:
                 return  # still short: the whole reading would not stop the run
             figures = _figures(flat)
-            bulk, tail, rhat = figures
-            self.last = Precision(draws, float(bulk.min()), float(tail.min()), float(rhat.max()))
+            self.last = _precision_of(figures, draws)
             short = np.flatnonzero(_short(figures, self.target))
             self._short = int(short[0]) if short.size else None
             self.done = self.done or self.last.reaches(self.target)
