@@ -24,8 +24,8 @@ With `--independent` as well, each adaptive sampler's 10 chains are 10 runs of o
 with its own bandit and start, as the paper's were (RMHMC adapts nothing, so its 10 chains of
 one run are 10 independent runs already). `--samplers armhmc-authors` adds ARMHMC rewarded as
 the authors' code rewards it: ESJD/√L with no rule for divergences (bomcmc's reward scores a
-block in which a chain diverged 0). `--reuse FILE` takes the rows of the samplers not run
-from an earlier results JSON.
+block in which a chain diverged 0); `armhmc-frozen` ARMHMC adapting in burn-in only.
+`--reuse FILE` takes the rows of the samplers not run from an earlier results JSON.
 
 Recorded: ArviZ's bulk ESS of each coefficient (min / median / max), per gradient of the
 sampling phase, per gradient with the warm-up's, and per second of sampling (compilation
@@ -61,7 +61,8 @@ PAPER_SETTINGS = {"rmhmc": SETTINGS["rmhmc"],
                   "armhmc": dict(eps_bounds=(0.1, 1.0), steps_bounds=(1, 12))}
 PAPER_RUN = dict(chains=10, warmup=1000, draws=5000)
 AUTHORS = "armhmc-authors"  # ARMHMC with the authors' reward: no rule for divergences
-ADAPTIVE = ("armhmc", AUTHORS)
+FROZEN = "armhmc-frozen"  # ARMHMC adapting in burn-in only: what exploring after it costs
+ADAPTIVE = ("armhmc", AUTHORS, FROZEN)
 
 
 class Pooled:
@@ -132,7 +133,8 @@ def plot_boxes(runs, path, estimator: str = "monotone") -> None:
 
     names = [d for d in DATASETS if any(r["dataset"] == d for r in runs)]
     samplers = [s for s in ("rmhmc", *ADAPTIVE) if any(r["sampler"] == s for r in runs)]
-    labels = {"rmhmc": "RMHMC", "armhmc": "ARMHMC", AUTHORS: "ARMHMC\n(authors'\nreward)"}
+    labels = {"rmhmc": "RMHMC", "armhmc": "ARMHMC", AUTHORS: "ARMHMC\n(authors'\nreward)",
+              FROZEN: "ARMHMC\n(burn-in\nonly)"}
     fig, axes = plt.subplots(3, len(names), figsize=((1.2 + 0.7 * len(samplers)) * len(names),
                                                       7.5), squeeze=False)
     for j, ds in enumerate(names):
@@ -179,17 +181,20 @@ def table(runs) -> str:
     return "\n".join(lines)
 
 
-def check(ds: str, settings: str, block: int = 10) -> None:
+def check(ds: str, settings: str, block: int = 10, warmup: int = 200, draws: int = 1000
+          ) -> None:
     """`rmhmc` on `ds` at fixed settings "ε:L" (an "r" after L: L_r ~ U{1..L}), 10 chains of
-    200 warm-up + 1000 draws: the share of divergent transitions, the share of the bandit's
-    blocks (`block` transitions × 10 chains) holding one, which its ESJD reward scores 0
-    (`tuning.rewards.esjd`), that reward, and the min bulk ESS per gradient."""
+    `warmup` + `draws` (200 + 1000; with --paper, the paper's 1000 + 5000): the share of
+    divergent transitions, the share of the bandit's blocks (`block` transitions × 10 chains)
+    holding one, which its ESJD reward scores 0 (`tuning.rewards.esjd`), that reward, the min
+    bulk ESS per gradient of the 10 chains pooled, and the median over the chains of each
+    chain's own (a chain here is an independent run: nothing adapts)."""
     import arviz as az
 
     for item in settings.split(","):
         eps, steps = item.split(":")
-        res = bomcmc.sample(posterior=f"logistic-{ds}", sampler="rmhmc", chains=10, draws=1000,
-                            warmup=200, seed=0, float64=True, progress=False,
+        res = bomcmc.sample(posterior=f"logistic-{ds}", sampler="rmhmc", chains=10, draws=draws,
+                            warmup=warmup, seed=0, float64=True, progress=False,
                             step_size=float(eps), steps=int(steps.rstrip("r")),
                             random_steps=steps.endswith("r"), fixed_point_steps=6,
                             init_strategy="init")
@@ -198,10 +203,13 @@ def check(ds: str, settings: str, block: int = 10) -> None:
         blocks = div.reshape(10, -1, block).any(axis=(0, 2))
         beta = res.idata.posterior["beta"].values
         ess = min(float(az.ess(beta[..., k], method="bulk")) for k in range(beta.shape[-1]))
+        own = chain_figures(res)["chain_bulk_per_grad_min"]
         print(f"{ds} eps {eps} L {steps}: divergent {div.mean():.3f}, blocks with one "
               f"{blocks.mean():.2f}, acceptance {res.totals['accept_mean']:.2f}, ESJD/sqrt(L) "
               f"{np.asarray(ss.esjd).mean() / np.sqrt(int(steps.rstrip('r'))):.3f}, min ESS/grad "
-              f"{ess / res.totals['n_grad']:.3f}", flush=True)
+              f"{ess / res.totals['n_grad']:.3f} pooled, {np.median(own):.3f} per chain "
+              f"(median; quartiles {np.quantile(own, 0.25):.3f}, {np.quantile(own, 0.75):.3f})",
+              flush=True)
 
 
 def start_check(ds: str, seed: int, eps_list=(0.01, 0.03, 0.1, 0.3)) -> None:
@@ -266,7 +274,7 @@ def parse_args(argv=None):
     ap.add_argument("--draws", type=int, default=5000)
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--samplers", default="rmhmc,armhmc",
-                    help=f"comma-separated, of rmhmc, armhmc, {AUTHORS}")
+                    help=f"comma-separated, of rmhmc, armhmc, {AUTHORS}, {FROZEN}")
     ap.add_argument("--independent", action="store_true",
                     help="the adaptive samplers' chains as independent one-chain runs, each "
                          "with its own bandit and start")
@@ -296,14 +304,17 @@ def parse_args(argv=None):
 
 def sample(post, label, kw, seed, args, chains):
     """One run of `label`'s sampler; ARMHMC with the authors' reward is `armhmc` with a
-    block bandit rewarded by `tuning.rewards.esjd` without its divergence rule."""
+    block bandit rewarded by `tuning.rewards.esjd` without its divergence rule, and frozen
+    ARMHMC one whose bandit stops at the knobs it holds when burn-in ends (the same bandit,
+    seed and burn-in as `armhmc`'s run of that seed)."""
     sampler, kw = label, dict(kw)
-    if label == AUTHORS:
+    if label in (AUTHORS, FROZEN):
         from bomcmc.tuning.block_bandit import BlockBanditTuner
 
         sampler = "armhmc"
-        kw = {"tuner": BlockBanditTuner(warmup=args.warmup, seed=seed,
-                                        reward=partial(esjd, divergence_rule=False), **kw)}
+        if label == AUTHORS:
+            kw["reward"] = partial(esjd, divergence_rule=False)
+        kw = {"tuner": BlockBanditTuner(warmup=args.warmup, seed=seed, **kw)}
     return bomcmc.sample(posterior=post, sampler=sampler, chains=chains, draws=args.draws,
                          warmup=args.warmup, seed=seed, float64=True, progress=False, **kw)
 
@@ -338,7 +349,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.check:
         ds, _, items = args.check.partition("=")
-        check(ds, items)
+        check(ds, items, **({"warmup": args.warmup, "draws": args.draws} if args.paper
+                            else {}))
         return 0
     if args.start_check:
         ds, _, seed = args.start_check.partition("=")
@@ -346,6 +358,7 @@ def main(argv=None) -> int:
         return 0
     settings = dict(PAPER_SETTINGS if args.paper else SETTINGS)
     settings[AUTHORS] = {**settings["armhmc"], "reward": "esjd without the divergence rule"}
+    settings[FROZEN] = {**settings["armhmc"], "adapt_in_sampling": False}
     chosen = args.samplers.split(",")
     meta = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "plot_only")}
     out = Path(args.out)

@@ -410,6 +410,26 @@ def test_non_finite_reward_is_skipped_and_the_chain_returns_to_the_incumbent():
     assert t.gp.n_obs == 2
 
 
+def test_without_adaptation_in_sampling_the_chains_sample_at_the_incumbent():
+    """adapt_in_sampling=False: after warm-up the tuner holds the incumbent (the observed
+    setting of highest GP mean), not the warm-up's last proposal, and observes nothing more."""
+    rng = np.random.default_rng(8)
+    opts = dict(eps_bounds=(1e-3, 1.0), steps_bounds=(1, 60), reward=_synthetic_reward,
+                seed=3, schedule=lambda i: 1.0, adapt_in_sampling=False)
+    t = GPBanditTuner(**opts)
+    kn = t.initial_knobs(_knobs())
+    for _ in range(15):
+        kn = t.after_chunk(kn, _chunk(rng))
+    last, best, n = t.point, t.incumbent(), t.gp.n_obs
+    assert last != best  # the last warm-up step proposed an untried setting
+    for _ in range(3):
+        kn = t.after_chunk(kn, _chunk(rng, phase=1))
+        assert t.point == best and t.gp.n_obs == n and len(t.history) == 15
+    x, y = bandit.to_knobs(t.bandit.box, best)
+    np.testing.assert_allclose(kn.step_size, x, rtol=1e-6)
+    np.testing.assert_array_equal(kn.num_steps, y)
+
+
 def test_expected_improvement_tuner_runs():
     rng = np.random.default_rng(8)
     t = GPBanditTuner(eps_bounds=(1e-3, 1.0), steps_bounds=(1, 60), reward=_synthetic_reward,

@@ -125,7 +125,9 @@ class GPBanditTuner(Tuner):
         start: first γ: "corner" (lower corner, as the authors' `ahmc.m`), "center", or
             "knobs" (the user's knobs, clipped to the box).
         adapt_in_sampling: keep adapting (with probability p_i) after warm-up, as the
-            paper's infinite adaptation does (default True).
+            paper's infinite adaptation does (default True); False: sample at the
+            incumbent, the best setting the warm-up found, from the first sampling chunk's
+            end (that chunk runs at the warm-up's last setting).
         maxfun, polish: DIRECT's evaluation budget (200) and the L-BFGS-B polish (on).
         signal_var, noise_var, lengthscale_factor: the GP's fixed hyperparameters.
         rescale: s = rescale / max_j r_j (4, the authors' code); None: s = 1.
@@ -297,6 +299,10 @@ class GPBanditTuner(Tuner):
 
     def after_chunk(self, knobs, chunk: dict):
         if chunk.get("phase") == SAMPLING and not self.adapt_in_sampling:
+            # the warm-up's last setting may be a proposal that explored; the GP no longer
+            # changes, so this is the same point at every sampling chunk (and on resume)
+            if self.bandit.gp.n_obs > 0:
+                self.bandit = self.bandit._replace(point=bandit.incumbent(self.bandit))
             return self._apply(knobs)
         self.bandit = self.bandit._replace(i=self.bandit.i + 1)
         entry = self.observe(chunk)
