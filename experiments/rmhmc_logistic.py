@@ -305,8 +305,8 @@ def parse_args(argv=None):
 def sample(post, label, kw, seed, args, chains):
     """One run of `label`'s sampler; ARMHMC with the authors' reward is `armhmc` with a
     block bandit rewarded by `tuning.rewards.esjd` without its divergence rule, and frozen
-    ARMHMC one whose bandit stops at the knobs it holds when burn-in ends (the same bandit,
-    seed and burn-in as `armhmc`'s run of that seed)."""
+    ARMHMC one whose bandit samples at its incumbent once sampling starts (the same bandit,
+    seed and burn-in as `armhmc`'s run of that seed; `adapt_in_sampling=False`)."""
     sampler, kw = label, dict(kw)
     if label in (AUTHORS, FROZEN):
         from bomcmc.tuning.block_bandit import BlockBanditTuner
