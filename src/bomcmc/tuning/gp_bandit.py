@@ -28,15 +28,13 @@ Decisions (docs/tuning.md):
   `advance` after a resume (`coin`), so the state is JSON and a resumed run draws the same
   numbers.
 
-Storage: the driver saves `state_dict(history=False)` and this chunk's `chunk_history()`
-with every chunk, rebuilds the full history on resume (`load_state_dict(state, history)`)
-and writes it as the InferenceData group `tuning` at the end; `tuning_from_idata` and
-`summarize_tuning` (`tuning/history.py`) read that group back.
+Storage: the driver saves `state_dict(history=False)` and `chunk_history()` with every chunk,
+rebuilds the history on resume (`load_state_dict`) and writes it as the InferenceData group
+`tuning`, which `tuning_from_idata` and `summarize_tuning` (`tuning/history.py`) read back.
 
-The bandit itself is data (`tuning/bandit.py`: a `BanditState` over a `KnobBox`, with pure
-`observe` and `propose`); `GPBanditTuner` keeps the latest state and its history, and maps
-it onto the knobs. `tuning/ahmc_tuner.py` composes that state with a learned metric and a
-batch burn-in.
+The bandit itself is data (`tuning/bandit.py`: a `BanditState` over a `KnobBox`, pure
+`observe` and `propose`); `GPBanditTuner` keeps the latest state and its history and maps it
+onto the knobs. `tuning/ahmc_tuner.py` adds a learned metric and a batch burn-in.
 """
 
 
@@ -125,9 +123,8 @@ class GPBanditTuner(Tuner):
         start: first γ: "corner" (lower corner, as the authors' `ahmc.m`), "center", or
             "knobs" (the user's knobs, clipped to the box).
         adapt_in_sampling: keep adapting (with probability p_i) after warm-up, as the
-            paper's infinite adaptation does (default True); False: sample at the
-            incumbent, the best setting the warm-up found, from the first sampling chunk's
-            end (that chunk runs at the warm-up's last setting).
+            paper's infinite adaptation does (default True); False: the incumbent from the
+            first sampling chunk's end (that chunk runs at the warm-up's last setting).
         maxfun, polish: DIRECT's evaluation budget (200) and the L-BFGS-B polish (on).
         signal_var, noise_var, lengthscale_factor: the GP's fixed hyperparameters.
         rescale: s = rescale / max_j r_j (4, the authors' code); None: s = 1.
@@ -299,9 +296,7 @@ class GPBanditTuner(Tuner):
 
     def after_chunk(self, knobs, chunk: dict):
         if chunk.get("phase") == SAMPLING and not self.adapt_in_sampling:
-            # the warm-up's last setting may be a proposal that explored; the GP no longer
-            # changes, so this is the same point at every sampling chunk (and on resume)
-            if self.bandit.gp.n_obs > 0:
+            if self.bandit.gp.n_obs > 0:  # not the last, maybe exploratory, setting
                 self.bandit = self.bandit._replace(point=bandit.incumbent(self.bandit))
             return self._apply(knobs)
         self.bandit = self.bandit._replace(i=self.bandit.i + 1)
