@@ -26,6 +26,8 @@ import sys
 
 import numpy as np
 
+# bomcmc's rule (`driver.until`, `diagnostics.checks.RHAT_MAX`), restated: a peer's process
+# imports no bomcmc
 CHAINS, WARMUP, DRAWS, TARGET, RHAT_MAX, CAP = 4, 1000, 1000, 400.0, 1.01, 20000
 
 
@@ -87,7 +89,7 @@ def run_numpyro(posterior: str, data: dict, seed: int, dense: bool) -> dict:
         p = precision(draws)
         n = next(iter(draws.values())).shape[1]
         if reached(p) or n >= CAP:
-            return {**p, "draws_per_chain": n, "attempts": attempts}
+            return {**p, "reached": reached(p), "draws_per_chain": n, "attempts": attempts}
         mcmc.post_warmup_state = mcmc.last_state
         mcmc.run(mcmc.post_warmup_state.rng_key, **data)
         parts.append(mcmc.get_samples(group_by_chain=True))
@@ -162,7 +164,8 @@ def run_blackjax(posterior: str, data: dict, seed: int, dense: bool) -> dict:
         draws = np.concatenate(parts, axis=1)
         p = precision(names(draws))
         if reached(p) or draws.shape[1] >= CAP:
-            return {**p, "draws_per_chain": int(draws.shape[1]), "attempts": attempts}
+            return {**p, "reached": reached(p), "draws_per_chain": int(draws.shape[1]),
+                    "attempts": attempts}
 
 
 # ---------------------------------------------------------------------------------------
@@ -198,7 +201,7 @@ def run_nutpie(posterior: str, data: dict, seed: int, lowrank: bool) -> dict:
         attempts += 1
         p = precision({k: trace.posterior[k].values for k in trace.posterior.data_vars})
         if reached(p) or draws >= CAP:
-            return {**p, "draws_per_chain": draws, "attempts": attempts}
+            return {**p, "reached": reached(p), "draws_per_chain": draws, "attempts": attempts}
         draws *= 2
 
 

@@ -162,17 +162,16 @@ class GPBanditTuner(Tuner):
         self.budget = None if budget is None else int(budget)
         self.start = start
         self.adapt_in_sampling = bool(adapt_in_sampling)
-        self.config = BanditConfig(acquisition, float(delta), float(xi), int(maxfun),
-                                   bool(polish), float(signal_var), float(noise_var),
-                                   float(lengthscale_factor), rescale, gp,
-                                   float(ald_threshold), search)
+        self.config = BanditConfig(acquisition, float(delta), float(xi), int(maxfun), bool(polish),
+                                   float(signal_var), float(noise_var), float(lengthscale_factor),
+                                   rescale, gp, float(ald_threshold), search)
         self.steps_request = tuple(map(float, steps_bounds))  # for a box relative to ε₀
         if box is None and eps_bounds is not None:
             box = hmc_box(eps_bounds, steps_bounds)
         self.bandit = bandit.init(box, seed)
         self.history: list[dict] = []
         self._flushed = 0  # history entries already handed to the driver (chunk_history)
-        self._warned = False
+        self._warned = self._held = False  # _held: sampling at the incumbent, not adapting
 
     # -- the state, read ---------------------------------------------------------------------
     @property
@@ -296,8 +295,9 @@ class GPBanditTuner(Tuner):
 
     def after_chunk(self, knobs, chunk: dict):
         if chunk.get("phase") == SAMPLING and not self.adapt_in_sampling:
-            if self.bandit.gp.n_obs > 0:  # not the last, maybe exploratory, setting
+            if not self._held and self.bandit.gp.n_obs > 0:  # once: the GP no longer changes
                 self.bandit = self.bandit._replace(point=bandit.incumbent(self.bandit))
+            self._held = True
             return self._apply(knobs)
         self.bandit = self.bandit._replace(i=self.bandit.i + 1)
         entry = self.observe(chunk)
