@@ -2,6 +2,7 @@
 subprocess tests, which use the library's default) and one compilation cache per session."""
 
 import os
+import shutil
 import tempfile
 
 # One cache for the whole test session (both xdist workers, and the subprocesses they start,
@@ -9,8 +10,10 @@ import tempfile
 # locks the directory and reads every entry's access time on every write (its LRU eviction),
 # a cost that grows with the entries, and the workers would wait for each other's locks
 # (docs/architecture.md, "The persistent cache's cost per write").
+_OWN_CACHE = None  # the directory this process made, removed when the session ends
 if os.environ.get("BOMCMC_CACHE_DIR") is None:
-    os.environ["BOMCMC_CACHE_DIR"] = tempfile.mkdtemp(prefix="bomcmc-test-cache-")
+    _OWN_CACHE = tempfile.mkdtemp(prefix="bomcmc-test-cache-")
+    os.environ["BOMCMC_CACHE_DIR"] = _OWN_CACHE
     os.environ.setdefault("BOMCMC_CACHE_MAX_BYTES", "-1")
 
 import jax  # noqa: E402
@@ -19,6 +22,13 @@ jax.config.update("jax_enable_x64", True)
 
 
 import pytest  # noqa: E402
+
+
+def pytest_unconfigure(config):
+    """The session's cache (about 70 MB) goes with the session; xdist workers inherit the
+    controller's directory and leave it to the controller."""
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
