@@ -60,7 +60,12 @@ WINDOW = Option("window", positive_int, 1, "W, the states in each of the accept 
 ETA_RATIO = Option("eta_ratio", positive_float, 1.0,
                    "r = η_h/η_p, the hyperparameters' factor over the weights' (Choo 2000 "
                    "§5.5; his ch. 5 uses 1, his §6.2.3 1/100)")
-CHOO_KNOBS = tuple(o for o in NEAL_KNOBS if o not in _GIBBS) + (ETA_RATIO,)
+# Choo 2000 §6.2.2/§6.2.4: each block's update as k leapfrog steps of v/k (a diagnostic)
+SPLITS = (Option("weight_splits", positive_int, 1, "k_p: each weight update split into k_p "
+                 "leapfrog steps of v/k_p (Choo 2000 §6.2.2)"),
+          Option("hyper_splits", positive_int, 1, "k_h: each hyperparameter update split "
+                 "into k_h leapfrog steps of v/k_h (Choo 2000 §6.2.4 uses 100)"))
+CHOO_KNOBS = tuple(o for o in NEAL_KNOBS if o not in _GIBBS) + (ETA_RATIO, *SPLITS)
 NUTS_GIBBS_KNOBS = (Option("step_size", positive_float, 0.2, _ETA),
                     Option("max_tree_depth", positive_int, 10, "maximum tree depth"),
                     *_GIBBS)
