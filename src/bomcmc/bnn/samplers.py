@@ -60,12 +60,7 @@ WINDOW = Option("window", positive_int, 1, "W, the states in each of the accept 
 ETA_RATIO = Option("eta_ratio", positive_float, 1.0,
                    "r = η_h/η_p, the hyperparameters' factor over the weights' (Choo 2000 "
                    "§5.5; his ch. 5 uses 1, his §6.2.3 1/100)")
-# Choo 2000 §6.2.2/§6.2.4: each block's update as k leapfrog steps of v/k (a diagnostic)
-SPLITS = (Option("weight_splits", positive_int, 1, "k_p: each weight update split into k_p "
-                 "leapfrog steps of v/k_p (Choo 2000 §6.2.2)"),
-          Option("hyper_splits", positive_int, 1, "k_h: each hyperparameter update split "
-                 "into k_h leapfrog steps of v/k_h (Choo 2000 §6.2.4 uses 100)"))
-CHOO_KNOBS = tuple(o for o in NEAL_KNOBS if o not in _GIBBS) + (ETA_RATIO, *SPLITS)
+CHOO_KNOBS = tuple(o for o in NEAL_KNOBS if o not in _GIBBS) + (ETA_RATIO,)
 NUTS_GIBBS_KNOBS = (Option("step_size", positive_float, 0.2, _ETA),
                     Option("max_tree_depth", positive_int, 10, "maximum tree depth"),
                     *_GIBBS)
@@ -137,14 +132,17 @@ def nuts_gibbs_sampler(model, name: str = "nuts_gibbs") -> Sampler:
                    knobs=NUTS_GIBBS_KNOBS)
 
 
-def dynamical_sampler(blocks, tuned: bool = False, name: str | None = None) -> Sampler:
+def dynamical_sampler(blocks, tuned: bool = False, name: str | None = None,
+                      splits: tuple[int, int] = (1, 1)) -> Sampler:
     """Choo's joint dynamics (`kernels/choo_dynamics.py`) over `blocks`, a
     `bnn.dynamical.DynamicalA` or `DynamicalB` (use with `blocks.posterior()`): fixed (η, L)
     as knobs, or with `tuned` the GP bandit over (η, L) as for `ahmc_gibbs_sampler`; η is
-    η_p, and η_h = `eta_ratio`·η_p (default 1: one η for both blocks)."""
+    η_p, and η_h = `eta_ratio`·η_p (default 1: one η for both blocks). `splits` = (k_p, k_h)
+    makes each weight (hyperparameter) update k_p (k_h) leapfrog steps of v/k (Choo 2000
+    §6.2.2, §6.2.4)."""
     variant = "b" if hasattr(blocks, "to_centred") else "a"
     name = name or (f"ahmc_dyn_{variant}" if tuned else f"dyn_{variant}")
-    kernel = choo_kernel(blocks, name=name)
+    kernel = choo_kernel(blocks, name=name, splits=splits)
     if not tuned:
         return Sampler(kernel, knobs=CHOO_KNOBS)
     return Sampler(kernel, make_tuner=partial(make_tuner, model=blocks.model),

@@ -19,11 +19,12 @@ repeated L times, the two blocks in this order or the reverse with probability �
 drawn once per trajectory: the reverse of a trajectory in one order is a trajectory in the
 other, so the proposal is symmetric. The end point is accepted by the Metropolis test on H.
 
-Choo's diagnostic of which block's step sizes are at fault (Choo 2000 §6.2.2, §6.2.4) splits
-a block's update into k consecutive leapfrog steps of v/k (`weight_splits`,
-`hyper_splits`, default 1). v depends only on the other block, which stands still meanwhile,
-so the k steps compose to a reversible, volume-preserving update of that block; each costs
-one gradient.
+Choo's test of which block's step sizes are at fault (Choo 2000 §6.2.2, §6.2.4) splits a
+block's update into k consecutive leapfrog steps of v/k (`splits` = (k_p, k_h), default
+(1, 1)). v depends only on the other block, which stands still meanwhile, so the k steps
+compose to a reversible, volume-preserving update of that block; each costs one gradient.
+The splits are part of the kernel, not knobs: an unsplit kernel is the same program, and
+so rounds the same, as before the option existed.
 
 A leapfrog step of one block with step-size vector v is p ← p + (v/2)∇log π,
 q ← q + v p, p ← p + (v/2)∇log π on that block's coordinates (v is zero on the others): a
@@ -65,8 +66,6 @@ class ChooKnobs(NamedTuple):
     num_steps: jax.Array  # L (the maximum when random_steps)
     random_steps: jax.Array  # bool: L_r ~ U{1..L} per transition
     eta_ratio: jax.Array  # r = η_h/η_p (1: one η for both blocks); the bandit tunes η_p only
-    weight_splits: jax.Array  # k_p: each weight update as k_p leapfrog steps of v/k_p
-    hyper_splits: jax.Array  # k_h: likewise for the hyperparameters
 
 
 def block_leapfrog(x, p, grad, v, logdensity_fn):
@@ -93,22 +92,27 @@ def trajectory(blocks, x, p, logp, grad, logdensity_fn, eta, n, hyper_first,
                eta_hyper=None, splits=(1, 1)):
     """Choo 2000, Alg. 4: n alternating block steps, the hyperparameters first when
     `hyper_first` (a traced bool), with factors η_p = `eta` and η_h = `eta_hyper` (default
-    `eta`), each block's update split into `splits` = (k_p, k_h) leapfrog steps of v/k
-    (Choo 2000 §6.2.2; traced integers). Returns the end as an `IntegratorState`."""
+    `eta`), each block's update as `splits` = (k_p, k_h) leapfrog steps of v/k (Python
+    integers; Choo 2000 §6.2.2). Returns the end as an `IntegratorState`."""
     etas = {"weights": eta, "hyper": eta if eta_hyper is None else eta_hyper}
     ks = {"weights": splits[0], "hyper": splits[1]}
 
     def one(which):
         def block(carry):
             x, p, logp, grad = carry
+            return block_leapfrog(x, p, grad, step_sizes(blocks, x, etas[which], which),
+                                  logdensity_fn)
+
+        def split_block(carry):
             k = ks[which]
-            v = step_sizes(blocks, x, etas[which], which) / jnp.asarray(k, x.dtype)
+            v = step_sizes(blocks, carry[0], etas[which], which) / k
 
             def sub(_, c):
                 return block_leapfrog(c[0], c[1], c[3], v, logdensity_fn)
 
-            return jax.lax.fori_loop(0, k, sub, (x, p, logp, grad))
-        return block
+            return jax.lax.fori_loop(0, k, sub, carry)
+
+        return block if ks[which] == 1 else split_block
 
     def body(_, carry):
         carry = jax.lax.cond(hyper_first, one("hyper"), one("weights"), carry)  # first block
@@ -118,10 +122,16 @@ def trajectory(blocks, x, p, logp, grad, logdensity_fn, eta, n, hyper_first,
     return IntegratorState(x, p, logp, grad)
 
 
-def choo_kernel(blocks, name: str = "dyn_a") -> Kernel:
+def choo_kernel(blocks, name: str = "dyn_a", splits: tuple[int, int] = (1, 1)) -> Kernel:
     """Choo's joint dynamics as a `Kernel` over the flat position [λ…, weights…] of `blocks`
-    (use with the posterior the blocks were built for)."""
+    (use with the posterior the blocks were built for); `splits` = (k_p, k_h) as in
+    `trajectory`."""
     dim = blocks.dim
+    splits = tuple(splits)
+    if (len(splits) != 2 or any(isinstance(k, bool) or not isinstance(k, (int, np.integer))
+                                or k < 1 for k in splits)):
+        raise BomcmcError(f"splits must be two positive integers (k_p, k_h), got {splits!r}")
+    splits = (int(splits[0]), int(splits[1]))
 
     def init(position, logdensity_fn):
         logp, grad = jax.value_and_grad(logdensity_fn)(position)
@@ -136,7 +146,6 @@ def choo_kernel(blocks, name: str = "dyn_a") -> Kernel:
         eta = jnp.asarray(knobs.step_size, dtype)
         n = trajectory_length(u_steps, knobs)
         eta_hyper = eta * jnp.asarray(knobs.eta_ratio, dtype)
-        splits = (knobs.weight_splits, knobs.hyper_splits)
         end = trajectory(blocks, x0, momentum, state.logdensity, state.logdensity_grad,
                          logdensity_fn, eta, n, u_order < 0.5, eta_hyper, splits)
         energy0, delta, diverging, accept_prob, accept = metropolis(
@@ -146,23 +155,17 @@ def choo_kernel(blocks, name: str = "dyn_a") -> Kernel:
                               jnp.where(accept, end.logdensity, state.logdensity),
                               jnp.where(accept, end.logdensity_grad, state.logdensity_grad))
         info = transition_info(x0, end.position, new_state.position, energy0, delta,
-                               diverging, accept_prob, n * (splits[0] + splits[1]), n, eta)
+                               diverging, accept_prob, sum(splits) * n, n, eta)
         return new_state, info
 
     def make_knobs(d: int, step_size: float | None = None, steps: int = 100,
                    random_steps: bool = False, eta: float | None = None,
-                   eta_ratio: float = 1.0, weight_splits: int = 1,
-                   hyper_splits: int = 1) -> ChooKnobs:
+                   eta_ratio: float = 1.0) -> ChooKnobs:
         eta = eta_and_steps(name, dim, d, step_size, eta, steps)
         positive_number("eta_ratio (η_h/η_p)", eta_ratio)
-        for label, k in (("weight_splits", weight_splits), ("hyper_splits", hyper_splits)):
-            if int(k) != k or k < 1:
-                raise BomcmcError(f"{label} must be a positive integer, got {k!r}")
         return ChooKnobs(step_size=np.asarray(eta, float_dtype()),
                          num_steps=np.asarray(int(steps), np.int32),
                          random_steps=np.asarray(bool(random_steps)),
-                         eta_ratio=np.asarray(eta_ratio, float_dtype()),
-                         weight_splits=np.asarray(int(weight_splits), np.int32),
-                         hyper_splits=np.asarray(int(hyper_splits), np.int32))
+                         eta_ratio=np.asarray(eta_ratio, float_dtype()))
 
     return Kernel(name=name, init=init, step=step, make_knobs=make_knobs)
