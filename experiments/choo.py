@@ -19,10 +19,20 @@ over (η, L) during the run) get the same budgets. `--scale` shrinks N_f (1 = Ch
 Dynamical B comes in two variants here: `dyn_b` (and `ahmc_dyn_b`) with the Gauss–Newton
 estimate of the log-precisions' curvature, which the results files before the thesis's own
 estimate existed were made with, and `dyn_b_choo` with Choo's estimate (eqs. 4.37–4.43, the
-library's default) and η_h = `--eta-ratio`·η_p:
+library's default), η_h = η_p, and `dyn_b_choo_r` with η_h = `--eta-ratio`·η_p:
 
     python experiments/choo.py --hidden 8,12,16,20 --grid choo --scale 0.25 \
         --best-from benchmarks/results/choo-thesis-grid-scale0.25.json --out B.json
+    python experiments/choo.py --hidden 16 --grid ratio --eta-ratio 0.01 --scale 0.25 \
+        --best-from B.json --out R.json
+    python experiments/choo.py --hidden 16 --grid ratio-long --eta-ratio 0.01 --scale 1 \
+        --best-from B.json --out R1.json
+    python experiments/choo.py --hidden 8,12,16,20 --grid edges --scale 0.25 \
+        --best-from B.json --out E.json
+    python experiments/choo.py --hidden 8,12,20 --grid edges2 --scale 0.25 \
+        --best-from E.json --out E2.json
+    python experiments/choo.py --hidden 8,12,20 --grid choo --scale 1 --best-from E.json \
+        --out F.json   # Table 5.12's protocol: each optimum re-run at the full N_f
 """
 
 from __future__ import annotations
@@ -46,9 +56,10 @@ from bomcmc.diagnostics.variance_of_means import (bootstrap_interval, combined,
 
 HYPERS = ("noise", "ih0", "ho", "bh0", "bo")  # δ, u, v, a, b in Choo's order
 G_OF = [0, 1, 2, 3]  # g = (ρ_δ ρ_u ρ_v ρ_a)^¼: the output bias left out (Choo 2000 §5.3)
-COST = {"gibbs": 1, "dyn_a": 2, "dyn_b": 3, "dyn_b_choo": 3, "ahmc_gibbs": 1,
-        "ahmc_dyn_b": 3}  # Table 5.5
-CURVATURE = {"dyn_b": "gauss_newton", "ahmc_dyn_b": "gauss_newton", "dyn_b_choo": "choo"}
+COST = {"gibbs": 1, "dyn_a": 2, "dyn_b": 3, "dyn_b_choo": 3, "dyn_b_choo_r": 3,
+        "ahmc_gibbs": 1, "ahmc_dyn_b": 3}  # Table 5.5
+CURVATURE = {"dyn_b": "gauss_newton", "ahmc_dyn_b": "gauss_newton", "dyn_b_choo": "choo",
+             "dyn_b_choo_r": "choo"}
 GRIDS = {  # (L values, η values); Choo's optima (Table 5.11) lie on these grids
     "small": {"gibbs": ([50, 200], [0.283, 0.4]), "dyn_a": ([25, 100], [0.32, 0.453]),
               "dyn_b": ([17, 66], [0.08, 0.16])},
@@ -59,6 +70,25 @@ GRIDS = {  # (L values, η values); Choo's optima (Table 5.11) lie on these grid
     # (`--best-from` a thesis-grid file)
     "choo": {"gibbs": ([], []), "dyn_b": ([], []),
              "dyn_b_choo": ([17, 66, 266], [0.04, 0.08, 0.16])},
+    # Choo 2000 §6.2.3: the thesis's B with η_h = `--eta-ratio`·η_p (`dyn_b_choo_r`), longer
+    # trajectories, against the optima of a `--grid choo` file (`--best-from`)
+    "ratio": {"gibbs": ([], []), "dyn_b": ([], []), "dyn_b_choo": ([], []),
+              "dyn_b_choo_r": ([266, 1066, 4266], [0.32, 0.64])},
+    # his l = 17067 has 3 transitions per chain at N_f/4: run at --scale 1 (12 transitions)
+    "ratio-long": {"gibbs": ([], []), "dyn_b": ([], []), "dyn_b_choo": ([], []),
+                   "dyn_b_choo_r": ([4266, 17067], [0.32])},
+    # the `--grid choo` optima of the thesis's B that lay on that grid's edge (longest L at 8
+    # and 16 units, largest η at 12 and 20), each with the points beyond that edge
+    "edges": {"gibbs": ([], []), "dyn_b": ([], []),
+              "dyn_b_choo": {8: [(266, 0.08), (533, 0.08), (1066, 0.08)],
+                             12: [(66, 0.16), (66, 0.32), (133, 0.32)],
+                             16: [(266, 0.08), (533, 0.08), (1066, 0.08)],
+                             20: [(66, 0.16), (66, 0.32), (33, 0.32)]}},
+    # the same for the thesis-grid optima of Gibbs (largest η at 8 units, smallest at 12) and
+    # Gauss–Newton B (longest L at 20); the sizes not listed re-run the earlier optimum
+    "edges2": {"gibbs": {8: [(100, 0.566), (100, 0.8), (50, 0.8)],
+                         12: [(50, 0.2), (50, 0.141), (100, 0.141)]},
+               "dyn_b": {20: [(533, 0.08), (1066, 0.08), (2133, 0.08)]}},
 }
 THESIS_G = {  # Table 5.12: g at the optimum, and Table 5.11's (L, η)
     8: {"gibbs": (0.0784, 200, 0.4), "dyn_a": (0.1039, 25, 0.64), "dyn_b": (0.0683, 533, 0.04)},
@@ -105,12 +135,12 @@ def starts_from(model, res, n=50, n_in_g=10, seed=0):
 
 def run_method(model, method, starts, steps, eta, n_f, n_s, seed, eta_ratio=1.0):
     """Chains from `starts` for n_f / COST leapfrog steps each, N_s kept draws; Dynamical B
-    with the estimate CURVATURE names and η_h = eta_ratio·η (`dyn_b_choo` only)."""
+    with the estimate CURVATURE names and η_h = eta_ratio·η (`dyn_b_choo_r` only)."""
     budget = n_f // COST[method]
     first = jax.tree_util.tree_map(lambda a: a[0], starts)
     chains = len(starts["w"]["ih0"])
     knobs = dict(step_size=eta, steps=steps)
-    if method == "dyn_b_choo":
+    if method == "dyn_b_choo_r":
         knobs["eta_ratio"] = eta_ratio
     if method in ("gibbs", "ahmc_gibbs"):
         post = dataclasses.replace(model.posterior(init=first), chain_inits=starts)
@@ -244,7 +274,8 @@ def plot(path: str, outdir: str) -> list[str]:
     axes[0].set_xticks([int(h) for h in sizes])
     axes[0].legend(fontsize=7)
     pairs = [q for q in ("gibbs/dyn_b", "dyn_a/dyn_b", "gibbs/dyn_a", "gibbs/ahmc_gibbs",
-                         "dyn_b/ahmc_dyn_b", "gibbs/dyn_b_choo", "dyn_b/dyn_b_choo")
+                         "dyn_b/ahmc_dyn_b", "gibbs/dyn_b_choo", "dyn_b/dyn_b_choo",
+                         "dyn_b_choo/dyn_b_choo_r", "gibbs/dyn_b_choo_r")
              if q in res["sizes"][sizes[0]]["ratios"]]
     for k, pair in enumerate(pairs):
         vals = [res["sizes"][h]["ratios"].get(pair) for h in sizes]
@@ -305,7 +336,7 @@ def main(argv=None):
                     help="skip the grid: re-run each method at the optimum an earlier results "
                          "file found (e.g. a grid at a smaller --scale)")
     ap.add_argument("--eta-ratio", type=float, default=1.0,
-                    help="η_h/η_p of dyn_b_choo (Choo 2000 ch. 5: 1)")
+                    help="η_h/η_p of dyn_b_choo_r (Choo 2000 §6.2.3: 1/100)")
     ap.add_argument("--rejection-vs-l", action="store_true",
                     help="only Fig. 6.6: B's rejection against L for η_h/η_p = 1 and 1/100 at "
                          "the first --hidden size")
@@ -335,19 +366,25 @@ def main(argv=None):
         size = {"truth_log_sigma": truth.tolist(), "p_G": p, "grid": {}, "best": {}}
         print(f"H={h}: master {time.perf_counter() - t0:.0f} s, p(G) = {p:.3f}", flush=True)
         best_means = {}
-        for method, (ls_grid, etas) in GRIDS[args.grid].items():
+        for method, grid in GRIDS[args.grid].items():
+            # a grid is (L values, η values), or per size a list of (L, η) points; with
+            # --best-from, a method the earlier file has is re-run at its optimum there,
+            # unless it has points for this size here (searched, as `--grid edges` needs)
+            per_size = isinstance(grid, dict) and h in grid
+            points = (grid[h] if per_size else [] if isinstance(grid, dict)
+                      else [(steps, eta) for steps in grid[0] for eta in grid[1]])
             results = []
-            if previous is not None and method in previous["sizes"][str(h)]["grid"]:
+            if (previous is not None and not per_size
+                    and method in previous["sizes"][str(h)]["grid"]):
                 results = previous["sizes"][str(h)]["grid"][method]  # an earlier optimum
-                ls_grid, etas = [], []
-            for steps in ls_grid:
-                for eta in etas:
-                    res = run_method(model, method, starts, steps, eta, n_f, args.ns, seed=1,
-                                     eta_ratio=args.eta_ratio)
-                    _, m = measure(res, truth, strata, p, args.ns)
-                    results.append({"L": steps, "eta": eta, **m})
-                    print(f"  {method} L={steps} η={eta}: g={m['g']:.4f} "
-                          f"rej={m['rejection']:.2f} ({m['wall_s']:.0f} s)", flush=True)
+                points = []
+            for steps, eta in points:
+                res = run_method(model, method, starts, steps, eta, n_f, args.ns, seed=1,
+                                 eta_ratio=args.eta_ratio)
+                _, m = measure(res, truth, strata, p, args.ns)
+                results.append({"L": steps, "eta": eta, **m})
+                print(f"  {method} L={steps} η={eta}: g={m['g']:.4f} "
+                      f"rej={m['rejection']:.2f} ({m['wall_s']:.0f} s)", flush=True)
             best = min(results, key=lambda r: r["g"])
             res = run_method(model, method, starts, best["L"], best["eta"], n_f, args.ns, 2,
                              eta_ratio=args.eta_ratio)
