@@ -13,7 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 @pytest.mark.parametrize("omega", [1.0, 100.0, 1 / 0.45 ** 2])
 def test_log_sigma_prior_is_the_density_of_log_sigma(omega):
     """It integrates to 1, and its mean and sd match 200 000 draws of −½ log τ with τ from
-    Gamma(shape α/2, mean ω): within 5 Monte-Carlo standard errors (measured |z| < 2)."""
+    Gamma(shape α/2, mean ω): the mean within 5 Monte-Carlo standard errors (measured |z|
+    0.62; ω only shifts log σ, so the draws are the same up to that shift), the sd within 2 %
+    (measured 0.3 %)."""
     from choo_diagnostics import ALPHA, log_sigma_prior
 
     s = np.linspace(-15, 50, 260_001)  # the right tail falls as e^{−α s}
