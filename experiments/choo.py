@@ -89,6 +89,10 @@ GRIDS = {  # (L values, η values); Choo's optima (Table 5.11) lie on these grid
     "edges2": {"gibbs": {8: [(100, 0.566), (100, 0.8), (50, 0.8)],
                          12: [(50, 0.2), (50, 0.141), (100, 0.141)]},
                "dyn_b": {20: [(533, 0.08), (1066, 0.08), (2133, 0.08)]}},
+    # Choo's Fig. 6.1: the four methods at 16 units from one master, A at its thesis-grid
+    # optimum, the others at those of a `--grid edges` file (`--best-from`)
+    "fig61": {"gibbs": ([], []), "dyn_a": {16: [(100, 0.32)]}, "dyn_b": ([], []),
+              "dyn_b_choo": ([], [])},
 }
 THESIS_G = {  # Table 5.12: g at the optimum, and Table 5.11's (L, η)
     8: {"gibbs": (0.0784, 200, 0.4), "dyn_a": (0.1039, 25, 0.64), "dyn_b": (0.0683, 533, 0.04)},
@@ -363,7 +367,10 @@ def main(argv=None):
         ls = log_sigma(ref.idata)
         truth = np.array([ls[k].mean() for k in HYPERS])
         starts, strata, p = starts_from(model, ref, seed=h)
-        size = {"truth_log_sigma": truth.tolist(), "p_G": p, "grid": {}, "best": {}}
+        size = {"truth_log_sigma": truth.tolist(), "p_G": p, "grid": {}, "best": {},
+                "in_g": np.asarray(strata).astype(bool).tolist(),  # Choo's Fig. 6.1
+                "start_log_sigma": np.stack([-0.5 * np.asarray(starts["log_tau"][k])
+                                             for k in HYPERS], axis=1).tolist()}
         print(f"H={h}: master {time.perf_counter() - t0:.0f} s, p(G) = {p:.3f}", flush=True)
         best_means = {}
         for method, grid in GRIDS[args.grid].items():
@@ -391,7 +398,8 @@ def main(argv=None):
             best_means[method], m = measure(res, truth, strata, p, args.ns)
             size["grid"][method] = results
             size["best"][method] = {"L": best["L"], "eta": best["eta"], **m,
-                                    "thesis": THESIS_G.get(h, {}).get(method[:5])}
+                                    "thesis": THESIS_G.get(h, {}).get(method[:5]),
+                                    "chain_means": best_means[method].tolist()}
             print(f"  {method} best L={best['L']} η={best['eta']}: re-run g={m['g']:.4f} "
                   f"90% [{m['g_90'][0]:.4f}, {m['g_90'][1]:.4f}]", flush=True)
         if args.adaptive:

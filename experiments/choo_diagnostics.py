@@ -3,6 +3,7 @@ data (docs/bnn_dynamical.md, "Choo's figures and diagnostics").
 
     python experiments/choo_diagnostics.py master --out R.json --plots DIR     # Figs 5.3–5.6
     python experiments/choo_diagnostics.py g-table --results RUN.json --plots DIR   # Fig. 5.14
+    python experiments/choo_diagnostics.py starts --results RUN.json --plots DIR   # Fig. 6.1
     python experiments/choo_diagnostics.py instability --out R.json --plots DIR  # Figs 6.3–6.4
     python experiments/choo_diagnostics.py rejection --out R.json --plots DIR  # 6.2, 6.5, 6.7
 
@@ -13,6 +14,9 @@ data (docs/bnn_dynamical.md, "Choo's figures and diagnostics").
   as the layer grows (Fig. 5.6).
 - `g-table`: each hyperparameter's variance of means ρ ± its standard error at the re-run
   optimum against the number of hidden units, beside Choo's Table 5.12 (Fig. 5.14).
+- `starts`: where the 10 chains started inside G end up, per method, at 16 hidden units
+  (Fig. 6.1; a results file of `experiments/choo.py --grid fig61`, which keeps each
+  chain's means).
 - `instability`: H along trajectories of 20 000 leapfrog steps of Dynamical B from one state
   with 50 momenta, η = 0.04, 8 hidden units (Figs 6.3–6.4), for both estimates of the
   hyperparameters' curvature.
@@ -45,7 +49,7 @@ from bomcmc.kernels.choo_dynamics import trajectory
 MASTER_CHAINS = 64  # as experiments/choo.py
 NAMES = {"noise": "δ (noise)", "ih0": "u (input-to-hidden)", "ho": "v (hidden-to-output)",
          "bh0": "a (hidden biases)", "bo": "b (output bias)"}
-# Choo 2000, Table 5.12: ρ_δ, ρ_u, ρ_v, ρ_a, ρ_b (each ± its standard deviation) at the optimum
+# Choo 2000, Table 5.12: ρ_δ, ρ_u, ρ_v, ρ_a, ρ_b (each ± its sd) at the optimum
 THESIS_RHO = {
     "gibbs": {8: [(0.0378, 0.0070), (0.1777, 0.0367), (0.0353, 0.0073), (0.1595, 0.0480),
                   (0.0864, 0.0262)],
@@ -222,6 +226,51 @@ def g_table_figure(results: str, outdir: Path) -> str:
                  f"({Path(results).name})", fontsize=9)
     outdir.mkdir(parents=True, exist_ok=True)
     return _save(fig, outdir / f"choo-fig5-14-rho-vs-hidden-{Path(results).stem}.png", plt)
+
+
+# -- Fig. 6.1: where the chains from the starts inside G end up -------------------------------
+def starts_figure(results: str, outdir: Path, h: str = "16") -> str:
+    """Per method: the 10 starts inside G (log σ_u or log σ_a > 4), the means of log σ_u and
+    log σ_a of all 50 chains, and those of the 10 chains from G joined to their starts."""
+    plt = _pyplot()
+    size = json.loads(Path(results).read_text())["sizes"][h]
+    start = np.asarray(size["start_log_sigma"])
+    in_g = np.asarray(size["in_g"])
+    u, a = HYPERS.index("ih0"), HYPERS.index("bh0")
+    methods = [m for m in size["best"] if "chain_means" in size["best"][m]]
+    fig, axes = plt.subplots(1, len(methods), figsize=(4.2 * len(methods), 4),
+                             layout="constrained", sharex=True, sharey=True, squeeze=False)
+    for ax, m in zip(axes[0], methods):
+        means = np.asarray(size["best"][m]["chain_means"])
+        ax.scatter(means[:, u], means[:, a], marker="x", color="grey", label="all 50 chains")
+        for s0, m0 in zip(start[in_g], means[in_g]):
+            ax.plot([s0[u], m0[u]], [s0[a], m0[a]], ls="--", color="C0", lw=0.7)
+        ax.scatter(start[in_g, u], start[in_g, a], facecolors="none", edgecolors="C0",
+                   label="starts in G")
+        ax.scatter(means[in_g, u], means[in_g, a], s=12, color="C3",
+                   label="their chains' means")
+        ax.set_title(f"{m}: g = {size['best'][m]['g']:.3f}", fontsize=10)
+        ax.set_xlabel("log σ_u")
+    axes[0][0].set_ylabel("log σ_a")
+    axes[0][0].legend(fontsize=7)
+    outdir.mkdir(parents=True, exist_ok=True)
+    return _save(fig, outdir / f"choo-fig6-1-starts-in-g-h{h}.png", plt)
+
+
+def in_g_summary(results: str, h: str = "16") -> dict:
+    """Per method, the mean over the 10 chains started in G of their mean log σ_u and
+    log σ_a, beside the reference means and the starts' own means."""
+    size = json.loads(Path(results).read_text())["sizes"][h]
+    in_g = np.asarray(size["in_g"])
+    u, a = HYPERS.index("ih0"), HYPERS.index("bh0")
+    start = np.asarray(size["start_log_sigma"])[in_g]
+    out = {"reference": [size["truth_log_sigma"][u], size["truth_log_sigma"][a]],
+           "starts": [float(start[:, u].mean()), float(start[:, a].mean())]}
+    for m, b in size["best"].items():
+        if "chain_means" in b:
+            means = np.asarray(b["chain_means"])[in_g]
+            out[m] = [float(means[:, u].mean()), float(means[:, a].mean())]
+    return out
 
 
 # -- Figs 6.3–6.4: H along long trajectories --------------------------------------------------
@@ -408,12 +457,14 @@ def rejection_figures(out, outdir: Path) -> list[str]:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=("master", "g-table", "instability", "rejection"))
+    ap.add_argument("part", choices=("master", "g-table", "starts", "instability",
+                                      "rejection"))
     ap.add_argument("--out", help="results JSON")
     ap.add_argument("--plots", metavar="DIR", help="write the figures into DIR")
     ap.add_argument("--hidden", default="8,12,16,20", help="sizes of the master runs")
     ap.add_argument("--master", type=int, default=20000, help="master transitions per chain")
-    ap.add_argument("--results", help="g-table: a results file of experiments/choo.py")
+    ap.add_argument("--results", help="g-table, starts: a results file of experiments/choo.py "
+                    "(starts: one with chain means, `--grid fig61`)")
     ap.add_argument("--steps", type=int, default=20000, help="instability: leapfrog steps")
     ap.add_argument("--eta", type=float, default=0.04, help="instability: η")
     ap.add_argument("--trajectories", type=int, default=50, help="instability: momenta")
@@ -425,6 +476,12 @@ def main(argv=None):
         if not args.results or not args.plots:
             ap.error("g-table needs --results and --plots")
         print(g_table_figure(args.results, Path(args.plots)))
+        return
+    if args.part == "starts":
+        if not args.results or not args.plots:
+            ap.error("starts needs --results and --plots")
+        print(starts_figure(args.results, Path(args.plots)))
+        print(json.dumps(in_g_summary(args.results), indent=1))
         return
     if not args.out:
         ap.error(f"{args.part} needs --out")
