@@ -37,10 +37,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from choo import HYPERS, THESIS_G, log_sigma, master, starts_from
-from scipy import stats
 
 import bomcmc
-from bomcmc.bnn.choo_data import ALPHA, choo_model, choo_prior, f_true, load_choo8
+from bomcmc.bnn.choo_data import choo_model, choo_prior, f_true, load_choo8
 from bomcmc.bnn.dynamical import DynamicalA, DynamicalB
 from bomcmc.bnn.predict import forward
 from bomcmc.bnn.samplers import dynamical_sampler, neal_sampler
@@ -87,17 +86,19 @@ def _pyplot():
     return plt
 
 
-def _omega(model) -> dict[str, float]:
-    """ω, the prior mean of each precision τ (width^−2), by hyperparameter."""
-    omegas = {g.key0: float(g.omega) for g in model._all_groups() if g.key0}
-    return {h: omegas[h] for h in HYPERS}
+def _hyper_groups(model) -> dict:
+    """The weight or noise group whose precision τ is each hyperparameter of HYPERS."""
+    groups = {g.key0: g for g in model._all_groups() if g.key0}
+    return {h: groups[h] for h in HYPERS}
 
 
-def log_sigma_prior(s, omega: float, alpha: float = ALPHA):
-    """Density of log σ = −½ log τ when τ ~ Gamma(shape α/2, mean ω) (Neal's prior)."""
-    tau = np.exp(-2 * s)
-    a = alpha / 2
-    return stats.gamma(a, scale=omega / a).pdf(tau) * 2 * tau
+def log_sigma_prior(group, s):
+    """Density of log σ = −½ log τ under the model's own prior on τ: its density of log τ
+    (`Group.hyper_logpdf`, Jacobian included) at −2s, times |d log τ/d log σ| = 2."""
+    key = group.key0
+    log_tau = jnp.asarray(-2 * np.asarray(s, float))
+    lp = jax.vmap(lambda v: group.hyper_logpdf({key: v}, v.dtype))(log_tau)
+    return 2 * np.exp(np.asarray(lp, float))
 
 
 # -- Figs 5.3–5.6: the master runs ----------------------------------------------------------
@@ -118,7 +119,8 @@ def master_part(sizes, transitions: int, plots: str | None) -> dict:
             # Fig. 5.6: of log sd(hidden biases) and log σ_a
             "corr_biases_sd_sigma_a": float(np.corrcoef(np.log(bias_sd), flat["bh0"])[0, 1]),
             "draws": int(flat["ih0"].size),
-            "omega": _omega(model), "prior": " / ".join(choo_prior(h))}
+            "omega": {k: float(g.omega) for k, g in _hyper_groups(model).items()},
+            "prior": " / ".join(choo_prior(h))}
         runs[h] = (model, res, flat, bias_sd)
         print(f"H={h}: corr(log σ_u, log σ_a) = {out['sizes'][h]['corr_u_a']:.3f}, "
               f"corr(log sd(biases), log σ_a) = "
@@ -153,13 +155,13 @@ def master_figures(runs, outdir: Path) -> list[str]:
     made.append(_save(fig, outdir / "choo-fig5-3-surface.png", plt))
     # Fig. 5.4: posterior marginals of log σ against the priors
     fig, axes = plt.subplots(1, 5, figsize=(16, 3.4), layout="constrained")
-    omega = _omega(model)
+    groups = _hyper_groups(model)
     for ax, hyp in zip(axes, HYPERS):
         v = flat[hyp]
         lo, hi = np.percentile(v, [0.1, 99.9])
         s = np.linspace(min(lo, -4), max(hi, 6), 400)
         ax.hist(v, bins=80, density=True, histtype="step", label="posterior (Neal's scheme)")
-        ax.plot(s, log_sigma_prior(s, omega[hyp]), ls=":", color="k", label="prior")
+        ax.plot(s, log_sigma_prior(groups[hyp], s), ls=":", color="k", label="prior")
         ax.set_xlabel(f"log σ_{NAMES[hyp].split()[0]}")
         ax.set_title(NAMES[hyp], fontsize=9)
     axes[0].legend(fontsize=7)

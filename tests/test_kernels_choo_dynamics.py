@@ -108,7 +108,9 @@ def test_a_split_update_is_k_steps_of_a_kth_of_the_step_and_stays_reversible():
     """Choo 2000 §6.2.2: a block's update split into k leapfrog steps of v/k. With the other
     block frozen (its η = 0), one split trajectory step equals k unsplit steps at η/k; with
     both blocks moving, the split trajectory is reversible and differs from the unsplit one;
-    splits that are not two positive integers are refused."""
+    splits that are not two positive integers are refused. Measured: the split and unsplit
+    steps agree exactly (0.0; 1e-12 allows another CPU's rounding), the return misses the
+    start by 2e-13 (the 1e-9 of the unsplit reversibility test above)."""
     blocks = DynamicalB(_small_net())
     x, p = _start(blocks, seed=3)
     for k, split, etas in ((3, (1, 3), (0.0, 0.3)), (2, (2, 1), (0.3, 0.0))):
