@@ -61,10 +61,11 @@ def test_the_cap_ends_a_run_that_cannot_be_precise_and_says_so():
     (dict(until_seconds=5), "give until_ess too"),
     (dict(until_ess=100, until_mcse=0.1), "not both"),
     (dict(until_mcse=2.0), "until_mcse must be a fraction"),
+    (dict(until_ess=100, chains=1), "needs chains >= 2"),  # one chain's R-hat is undefined
 ])
 def test_bad_targets_are_one_line(kw, match):
     with pytest.raises(bomcmc.BomcmcError, match=match) as e:
-        bomcmc.sample(logdensity, {"x": np.zeros(3)}, draws=100, **kw, **RUN)
+        bomcmc.sample(logdensity, {"x": np.zeros(3)}, draws=100, **{**RUN, **kw})
     assert "\n" not in str(e.value)
 
 

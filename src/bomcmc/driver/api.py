@@ -273,6 +273,8 @@ def sample(
     shard_data: bool = False,
     until_ess: float | None = None,
     until_seconds: float | None = None,
+    until_watch=None,
+    until_burn_in: float = 0.0,
     checks: bool = True,
     **options,
 ) -> SampleResult:
@@ -285,7 +287,9 @@ def sample(
     config.json records `posterior_name` (a built-in's name, which `resume` resolves again, or
     "custom") and the Posterior's model file (`model_file`, which `resume` reloads).
     `checks=False` skips the diagnostics and their warnings, for a caller that judges the
-    draws itself (the network estimators, in function space).
+    draws itself (the network estimators, in function space). `until_watch` and
+    `until_burn_in` choose what a run until precise reads (`until.Until`: the network
+    estimators' predictions after their burn-in); a resumed run reads the draws themselves.
     """
     t_start = time.perf_counter()
     preload_arviz()
@@ -325,6 +329,7 @@ def sample(
     progress = show_progress(progress) and distributed.group().is_main
     run, states, adapt_state, next_iter, index = prepare(spec, posterior, store, tuner, sampler,
                                                          fresh=True, progress=progress)
+    run.until_reads = (until_watch, float(until_burn_in))
     if isinstance(store, DiskStore):
         distributed.on_main(lambda: store.create(spec.to_json(), overwrite=overwrite))
     t_loop = time.perf_counter()

@@ -135,6 +135,7 @@ class Run:
         self.compile_s = 0.0
         self.start_grads = 0
         self.until = None  # the stopping rule of a run until precise (`until.Until`)
+        self.until_reads = (None, 0.0)  # its `watch` and `burn_in` (`api.sample`)
 
     def initial_state(self):
         """The chains' initial states. Dispersed starts whose log density or gradient is not

@@ -240,8 +240,8 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
     pace = None  # seconds per transition, measured on the last chunk
     grads = _grads_so_far(run, next_iter)
     bar = Progress(spec, next_iter, grads, progress)
-    until = run.until = (Until.resumed(spec.until_ess, spec.until_seconds, run.store)
-                         if spec.until_ess else None)
+    until = run.until = (Until.resumed(spec.until_ess, spec.until_seconds, run.store,
+                                       *run.until_reads) if spec.until_ess else None)
     try:
         while next_iter < warmup + spec.draws * spec.thin \
                 and not (spec.max_grad and grads >= spec.max_grad) \
@@ -266,7 +266,7 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             grads += _chunk_grads(view.info, spec.chains)
             bar.update(rec._replace(info=view.info._asdict()), grads)
             if until is not None and plan.phase == SAMPLING:
-                until.add(view.positions, wall + tuner_s)
+                until.add(view.positions, wall + tuner_s, view.info.n_grad)
                 # process 0's decision on every process (its seconds are its own)
                 until.done = bool(distributed.broadcast(np.asarray(until.done)))
     finally:

@@ -91,6 +91,9 @@ class RunSpec:
                 raise BomcmcError(f"{name} must be a positive number, got {v!r}")
         if self.until_seconds is not None and self.until_ess is None:
             raise BomcmcError("until_seconds caps a run until precise: give until_ess too")
+        if self.until_ess is not None and self.chains < 2:
+            raise BomcmcError("a run until precise needs chains >= 2: its R-hat compares "
+                              "chains")
         if self.shard_data and self.chain_block is not None:
             raise BomcmcError("shard_data runs every chain on every process: it takes no "
                               "chain_block")

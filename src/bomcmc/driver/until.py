@@ -9,6 +9,11 @@ that every process takes the same decision); a resumed run reads the stored chun
 stops at once where they already suffice. Stan, NumPyro and PyMC leave this loop to their
 users.
 
+What the rule reads can be chosen (`watch`): a function of a chunk's draws giving the
+quantities whose estimates must be precise, such as a network's predictions, identified where
+its weights are not; and it can skip a burn-in (`burn_in`): the draws before the first given
+fraction of the sampling's gradients so far, as the network estimators discard them.
+
 The MCSE form: the Monte-Carlo standard error of a mean is sd / √ESS, so asking every mean's
 MCSE to be at most a fraction r of its posterior sd is `until_ess = 1 / r²`
 (`ess_for_mcse`).
@@ -72,8 +77,18 @@ def precision(positions: np.ndarray) -> Precision:
     return _precision_of(_figures(positions), positions.shape[1])
 
 
+def burn_in_end(grads: np.ndarray, fraction: float) -> int:
+    """The first draw after the burn-in: the first whose cumulative gradients (`grads`, per
+    draw) exceed `fraction` of their total; 0 where `fraction` is 0."""
+    if fraction <= 0 or grads.size == 0:
+        return 0
+    spent = np.cumsum(grads)
+    return int(np.argmax(spent > fraction * spent[-1]))
+
+
 class Until:
-    """The stopping rule of one run: the sampling draws so far, every chain's.
+    """The stopping rule of one run: the sampling draws so far, every chain's (or what
+    `watch` makes of them: (chains, n, dim) -> (chains, n, ...)), after the burn-in.
 
     After each chunk the rule first reads the coordinate that fell short last time, alone,
     and computes every coordinate's figures (at once, `rank_normalized`) only where that one
@@ -81,21 +96,25 @@ class Until:
     `last` is the last whole precision; `report` computes it for the draws so far where the
     last reading stopped short."""
 
-    def __init__(self, target: float, seconds: float | None):
+    def __init__(self, target: float, seconds: float | None, watch=None, burn_in: float = 0.0):
         self.target, self.seconds = float(target), seconds
+        self.watch, self.burn_in = watch, float(burn_in)
         self.parts: list[np.ndarray] = []
+        self.grads: list[np.ndarray] = []  # each draw's gradients, the chains' mean
         self.wall = 0.0
         self.last: Precision | None = None
         self.done = False
         self._short: int | None = None  # the coordinate short at the last whole reading
+        self._read_at = 0  # the draws so far at the last whole reading
 
     @classmethod
-    def resumed(cls, target: float, seconds: float | None, store) -> "Until":
+    def resumed(cls, target: float, seconds: float | None, store, watch=None,
+                burn_in: float = 0.0) -> "Until":
         """The rule with the stored sampling chunks' draws (a resumed run) read again."""
-        until = cls(target, seconds)
+        until = cls(target, seconds, watch, burn_in)
         for rec in store.chunks():
             if rec.phase == SAMPLING:
-                until.add(rec.positions, rec.wall_s)
+                until.add(rec.positions, rec.wall_s, rec.info.get("n_grad"))
         return until
 
     @property
@@ -103,33 +122,51 @@ class Until:
         """The sampling draws so far, per chain."""
         return sum(p.shape[1] for p in self.parts)
 
-    def add(self, positions: np.ndarray, wall_s: float) -> None:
-        """A sampling chunk's draws (chains, n, dim) of every chain, and its seconds."""
-        self.parts.append(np.asarray(positions))
+    @property
+    def first(self) -> int:
+        """The first draw the rule reads: the burn-in's end (`burn_in_end`)."""
+        return burn_in_end(np.concatenate(self.grads) if self.grads else np.zeros(0),
+                           self.burn_in)
+
+    def _read(self) -> np.ndarray:
+        """(chains, draws read, quantities): the watched draws after the burn-in."""
+        x = np.concatenate(self.parts, axis=1)[:, self.first:]
+        return x.reshape(x.shape[0], x.shape[1], -1)
+
+    def add(self, positions: np.ndarray, wall_s: float, n_grad=None) -> None:
+        """A sampling chunk's draws (chains, n, dim) of every chain, its seconds and its
+        draws' gradients (chains, n) (None: one each, for a rule without burn-in)."""
+        positions = np.asarray(positions)
+        n = positions.shape[1]
+        self.parts.append(positions if self.watch is None else np.asarray(self.watch(positions)))
+        self.grads.append(np.ones(n) if n_grad is None
+                          else np.asarray(n_grad, np.float64).reshape(-1, n).mean(axis=0))
         self.wall += float(wall_s)
-        draws = self.draws
         if self.seconds is not None and self.wall >= self.seconds:
             self.done = True
+        flat = self._read()
+        draws = flat.shape[1]
         if draws >= MIN_DRAWS:
-            x = np.concatenate(self.parts, axis=1)
-            flat = x.reshape(x.shape[0], x.shape[1], -1)
             if self._short is not None and _short(
                     _figures(flat[:, :, self._short:self._short + 1]), self.target)[0]:
                 return  # still short: the whole reading would not stop the run
             figures = _figures(flat)
-            self.last = _precision_of(figures, draws)
+            self.last, self._read_at = _precision_of(figures, draws), self.draws
             short = np.flatnonzero(_short(figures, self.target))
             self._short = int(short[0]) if short.size else None
             self.done = self.done or self.last.reaches(self.target)
 
     def report(self) -> dict:
-        """What run.json records: the target, whether it was reached, and the precision."""
-        stale = self.last is None or self.last.draws != self.draws  # a reading fell short
-        if self.draws >= MIN_DRAWS and stale:
-            self.last = precision(np.concatenate(self.parts, axis=1))
+        """What run.json records: the target, whether it was reached, and the precision (its
+        `draws` those the rule read; with a burn-in, `burn_in_draws` the draws before them)."""
+        read = self._read() if self.parts else None
+        if read is not None and read.shape[1] >= MIN_DRAWS and self._read_at != self.draws:
+            self.last, self._read_at = precision(read), self.draws  # a reading fell short
         out = {"until_ess": self.target, "until_seconds": self.seconds,
                "reached": bool(self.last is not None and self.last.reaches(self.target)),
                "sampling_s": self.wall}
         if self.last is not None:
             out.update(self.last._asdict())
+        if self.burn_in:
+            out.update(burn_in=self.burn_in, burn_in_draws=self.first)
         return out
