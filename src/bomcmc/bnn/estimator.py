@@ -47,7 +47,6 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..data import jit as data_jit
 from ..diagnostics.checks import SamplingWarning
 from ..errors import BomcmcError
 from ..store import atomic_write, atomic_write_text
@@ -118,6 +117,13 @@ class BayesianMLPBase(BaseEstimator):
         _check_int("seed", self.seed, 0)
         if not (isinstance(self.burn_in, (int, float)) and 0 <= self.burn_in < 1):
             raise BomcmcError(f"burn_in must be a fraction in [0, 1), got {self.burn_in!r}")
+        if self.until_ess is not None:
+            if not (isinstance(self.until_ess, (int, float)) and math.isfinite(self.until_ess)
+                    and self.until_ess > 0):
+                raise BomcmcError(f"until_ess must be a positive number, got "
+                                  f"{self.until_ess!r}")
+            if self.chains < 2:
+                raise BomcmcError("until_ess needs chains >= 2: its R-hat compares chains")
 
     # -- fitting ----------------------------------------------------------------------------
     def _model(self, X, y):
@@ -190,6 +196,11 @@ class BayesianMLPBase(BaseEstimator):
         default_compilation_cache()  # before pre-training, whose programs it then keeps too
         model = checked(self._model, X, y)
         sampler, post, kw, cv = self._sampler_and_posterior(model, self._starts(model))
+        if self.until_ess is not None:  # until the predictions are precise, after burn-in
+            from .function_space import watch
+
+            kw.update(until_ess=float(self.until_ess), until_watch=watch(model, cv),
+                      until_burn_in=float(self.burn_in))
         name = sampler_name(self.sampler)
         max_grad = int(self.super_transitions) * int(self.budget)
         lo = math.ceil(float(self.steps_bounds[0])) if name.startswith(("ahmc", "dyn")) else (
@@ -239,6 +250,15 @@ class BayesianMLPBase(BaseEstimator):
                          lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
         for msg in check_run(idata, result.totals, context=self._advice(idata)):
             warnings.warn(msg, SamplingWarning, stacklevel=4)
+        until = result.totals.get("until")
+        if until is not None and not until["reached"]:
+            warnings.warn(
+                f"the fit spent its leapfrog budget ({max_grad} gradients per chain) "
+                f"before its predictions' bulk and tail ESS reached "
+                f"until_ess={until['until_ess']:g} with R-hat <= 1.01 (min bulk ESS "
+                f"{until.get('ess_bulk', 0):.0f}, tail {until.get('ess_tail', 0):.0f}, "
+                f"max R-hat {until.get('rhat', float('nan')):.3f})", SamplingWarning,
+                stacklevel=4)
 
     def _advice(self, idata):
         """For whom the warnings' advice is written: this estimator's sampler and parameters
@@ -268,38 +288,18 @@ class BayesianMLPBase(BaseEstimator):
         return True
 
     def _function_space(self, idata):
-        """The predictions f(x) at the training inputs (chain, draw, case, output) and the
-        log-likelihood of the training data (chain, draw) of every draw; for "ahmc_cv" the
-        mean over the fold networks. Identified, unlike the weights."""
-        import jax.numpy as jnp
-        import xarray as xr
+        """The predictions at the training inputs and the training log-likelihood of every
+        draw (`function_space.dataset`)."""
+        from .function_space import dataset
 
-        from .predict import pad_draws
-
-        post = idata.posterior
-        chains, draws = post.sizes["chain"], post.sizes["draw"]
-        model = self.model_
-        flat = flat_draws(idata)
-        if self.cv_ is not None:
-            flat = self.cv_.fold_positions(flat).reshape(-1, model.dim)
-        folds = flat.shape[0] // (chains * draws)
-
-        def outputs_and_log_lik(p):  # one forward pass serves both
-            position = model.unravel(p)
-            f = model.apply(position["w"], model.inputs())
-            return f, model.log_likelihood(position, outputs=f)
-
-        fn = data_jit(jax.vmap(outputs_and_log_lik), model.data)  # compiled once per shape
-        f, log_lik = (np.asarray(a, np.float64)[:len(flat)]
-                      for a in fn(jnp.asarray(pad_draws(flat, len(flat)))))
-        f = f[:, :model.X.shape[0]].reshape((chains, draws, folds, -1, f.shape[-1])).mean(2)
-        log_lik = log_lik.reshape(chains, draws, folds).mean(axis=2)
-        coords = {"chain": post.chain.values, "draw": post.draw.values}
-        return xr.Dataset({"f": (("chain", "draw", "case", "output"), f),
-                           "log_lik": (("chain", "draw"), log_lik)}, coords=coords)
+        return dataset(self.model_, self.cv_, idata, flat_draws(idata))
 
     def _kept(self, idata, totals, max_grad):
-        """The draws after the first burn_in fraction of the budget (by gradients spent)."""
+        """The draws after the first burn_in fraction of the budget (by gradients spent); of
+        a run until precise, those its rule read (`until.burn_in_end`: the fraction of the
+        sampling's gradients)."""
+        if "until" in totals:
+            return _from(idata, int(totals["until"].get("burn_in_draws", 0)))
         ss = idata.sample_stats
         grads = np.asarray(ss["n_grad"].values, float).mean(axis=0)  # (draws,)
         spent = totals["n_grad_warmup"] / max(totals["chains"], 1) + np.cumsum(grads)

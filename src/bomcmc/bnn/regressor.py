@@ -46,6 +46,11 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         shard_data: split the training cases over every device of every process
             (`bomcmc.sample(shard_data=True)`), each summing its cases' likelihood; in a
             program over several processes every process calls `fit` alike and gets the fit.
+        until_ess: sample until the predictions at the training inputs and the training
+            log-likelihood (`bnn/function_space.py`) have bulk and tail ESS of at least this
+            and R-hat <= 1.01 after the burn-in (the first `burn_in` of the gradients so
+            far), the budget then a cap (a warning if it ends the fit first). Needs
+            chains >= 2. None: the whole budget.
 
     A scikit-learn regressor: parameters are stored as given and checked in `fit`, `score`
     is R² (`test_error` is the squared error the robot-arm literature reports), `predict`
@@ -62,7 +67,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
                  nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
                  progress: bool | None = None, overwrite: bool = False,
-                 shard_data: bool = False):
+                 shard_data: bool = False, until_ess: float | None = None):
         self.hidden = hidden
         self.prior, self.noise, self.activation = prior, noise, activation
         self.sampler, self.folds, self.chains = sampler, folds, chains
@@ -72,7 +77,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         self.window = window
         self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out
         self.progress, self.overwrite = progress, overwrite
-        self.shard_data = shard_data
+        self.shard_data, self.until_ess = shard_data, until_ess
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

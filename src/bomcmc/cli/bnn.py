@@ -3,7 +3,8 @@
     bomcmc bnn fit DATA.csv --target y1,y2 --out DIR [--inputs x1,x2] [--hidden 16 [8 ...]]
                    [--activation tanh] [--prior TEXT] [--noise TEXT]
                    [--sampler ahmc_cv|ahmc_gibbs|neal_gibbs|nuts|nuts_gibbs] [--folds K] [--chains C]
-                   [--super-transitions S] [--budget B] [--burn-in F] [--window W]
+                   [--super-transitions S] [--budget B] [--burn-in F] [--until-ess E]
+                   [--window W]
                    [--eps-bounds A B] [--steps-bounds A B] [--step-size E] [--steps L]
                    [--pretrain-steps N] [--seed S] [--overwrite] [--no-progress] [--json]
     bomcmc bnn predict DIR NEW.csv [--out PRED.csv] [--include-noise]
@@ -73,6 +74,10 @@ def add_parsers(sub, types) -> None:
     f.add_argument("--burn-in", type=types["probability"], default=0.25, metavar="F",
                    help="fraction of the budget whose draws are discarded (default: "
                         "%(default)s)")
+    f.add_argument("--until-ess", type=types["positive_float"], default=None, metavar="E",
+                   help="sample until the predictions at the training inputs and the "
+                        "training log-likelihood have bulk and tail ESS >= E and R-hat <= "
+                        "1.01 after the burn-in, the budget a cap (needs --chains >= 2)")
     f.add_argument("--eps-bounds", type=types["positive_float"], nargs=2, default=(0.01, 1.01),
                    metavar=("A", "B"), help="the bandit's box for the step size factor η "
                                             "(ahmc samplers; default: 0.01 1.01)")
@@ -182,7 +187,7 @@ def _fit(args) -> int:
         step_size=args.step_size, steps=args.steps, window=args.window,
         pretrain_steps=args.pretrain_steps,
         seed=args.seed, out=out, progress=False if args.no_progress else None, overwrite=True,
-        shard_data=args.shard_data)
+        shard_data=args.shard_data, until_ess=args.until_ess)
     reg.advice_flags = frozenset(vars(args))  # the warnings advise these flags
     (out / "bnn.json").unlink(missing_ok=True)
     reg.fit(X, y)
@@ -191,6 +196,8 @@ def _fit(args) -> int:
     summary = {"out": str(out), "sampler": args.sampler, "n_grad": reg.n_grad_,
                "wall_s": reg.wall_s_, "draws_kept": int(reg.idata_.posterior.sizes["draw"]),
                "train_error": train_error, "inputs": inputs, "target": target}
+    if "until" in reg.result_.totals:
+        summary["until"] = reg.result_.totals["until"]
     if args.json:
         print(json.dumps(summary))
     else:
