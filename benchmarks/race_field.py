@@ -10,7 +10,13 @@ defaults (`ahmc`, 4 chains, float32), which samples until the rule holds; the pe
 `race_peers.py`'s (NumPyro, nutpie and BlackJAX's NUTS, diagonal and dense or low-rank
 metrics, 1000 + 1000 and then the loop a user writes around them, same rule, same cap).
 Posteriors: logistic-german, the non-centred eight schools and regression-correlated (25
-predictors correlated at 0.95), the peers' data written from bomcmc's copies.
+predictors correlated at 0.95), the peers' data written from bomcmc's copies; and, with
+`--posteriors robot-arm`, the robot-arm network (MacKay's 200 training cases, a 2-16-2 tanh
+network, `bomcmc bnn fit`'s default priors). On the network bomcmc's entrant is `bomcmc bnn
+fit --chains 4 --until-ess 400` at its other defaults (`ahmc_cv`), capped at 5000
+super-transitions (20 million gradients per chain, about what 20 000 NUTS draws of tree
+depth 10 cost), and every entrant's rule reads the network's predictions at the training
+inputs and its log-likelihood, not its weights, which are not identified.
 
 Caches: "cold" runs each process with empty cache directories (bomcmc's compilation cache,
 `BOMCMC_CACHE_DIR`; PyTensor's compile directory and numba's cache for nutpie). NumPyro and
@@ -40,14 +46,15 @@ from race_peers import CAP, TARGET
 HERE = Path(__file__).resolve().parent
 POSTERIORS = {"german": "logistic-german",
               "eight-schools": "eight_schools-eight_schools_noncentered",
-              "regression-correlated": "regression-correlated"}
+              "regression-correlated": "regression-correlated", "robot-arm": None}
+NETWORK_CAP = 5000  # super-transitions of `bomcmc bnn fit` on the robot arm (× 4000 gradients)
 PEERS = ("numpyro-diag", "numpyro-dense", "nutpie-diag", "nutpie-lowrank", "blackjax-diag",
          "blackjax-dense")
 
 
 def write_data(tmp: Path) -> dict[str, Path]:
     """Each posterior's data from bomcmc's own copies, as .npz files for the peers."""
-    from bomcmc.datasets import girolami_logreg
+    from bomcmc.datasets import girolami_logreg, robot_arm
     from bomcmc.models.hard import regression_correlated
     from bomcmc.models.posteriordb import load_data
 
@@ -57,6 +64,10 @@ def write_data(tmp: Path) -> dict[str, Path]:
     arrays = {"german": {"X": X, "y": y},
               "regression-correlated": {"X": reg["X"], "y": reg["y"]},
               "eight-schools": {"y": school["y"], "sigma": school["sigma"]}}
+    X, y = robot_arm("train")
+    arrays["robot-arm"] = {"X": X, "y": y}
+    np.savetxt(tmp / "robot-arm.csv", np.c_[X, y], delimiter=",", header="x1,x2,y1,y2",
+               comments="")
     paths = {}
     for name, a in arrays.items():
         paths[name] = tmp / f"{name}.npz"
@@ -75,13 +86,18 @@ def cache_env(root: Path) -> dict:
 
 def run_bomcmc(posterior: str, seed: int, env: dict, tmp: Path) -> dict:
     out = tmp / "bomcmc-run"
-    p = subprocess.run([sys.executable, "-m", "bomcmc", "sample", "--posterior",
-                        POSTERIORS[posterior], "--until-ess", f"{TARGET:g}", "--draws", str(CAP),
+    if posterior == "robot-arm":
+        cmd = ["bnn", "fit", str(tmp / "robot-arm.csv"), "--target", "y1,y2", "--chains", "4",
+               "--super-transitions", str(NETWORK_CAP), "--no-progress"]
+    else:
+        cmd = ["sample", "--posterior", POSTERIORS[posterior], "--draws", str(CAP)]
+    p = subprocess.run([sys.executable, "-m", "bomcmc", *cmd, "--until-ess", f"{TARGET:g}",
                         "--seed", str(seed), "--out", str(out), "--overwrite", "--json"],
                        capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise SystemExit(f"bomcmc on {posterior}: {p.stderr[-2000:]}")
-    u = json.loads((out / "run.json").read_text())["until"]
+    run = out / "run" / "run.json" if posterior == "robot-arm" else out / "run.json"
+    u = json.loads(run.read_text())["until"]
     return {"min_ess_bulk": u["ess_bulk"], "min_ess_tail": u["ess_tail"],
             "max_rhat": u["rhat"], "draws_per_chain": u["draws"], "reached": u["reached"]}
 
@@ -143,7 +159,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3, help="warm-cache rounds (3)")
     ap.add_argument("--cold-rounds", type=int, default=2, help="cold-cache rounds (2)")
-    ap.add_argument("--posteriors", default=",".join(POSTERIORS))
+    ap.add_argument("--posteriors", default="german,eight-schools,regression-correlated",
+                    help=f"comma-separated, of {', '.join(POSTERIORS)}")
     ap.add_argument("--entrants", default=",".join(("bomcmc",) + PEERS))
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
