@@ -3,7 +3,7 @@ posterior `bomcmc bnn fit` samples at its defaults, and its rule reads the same 
 
 At five random points (log-precisions around their posterior's scale, weights N(0, 0.5²)):
 the BlackJAX entrant's hand-written log density, NumPyro's model (its potential energy on
-the unconstrained scale) and, with `-m slow`, PyMC's model (nutpie's) each differ from
+the unconstrained scale) and PyMC's model (nutpie's) each differ from
 bomcmc's joint log density of (log τ, w) by one constant (measured spread of the
 difference: 1.3e-10 for BlackJAX, 7e-11 for NumPyro, 3.5e-10 for PyMC; bound 1e-6);
 `network_quantities` gives bomcmc's watched f to 1e-15 and its log_lik up to a constant
@@ -24,6 +24,9 @@ from bomcmc.bnn.network import BNN
 from bomcmc.datasets import robot_arm
 
 ROOT = Path(__file__).resolve().parents[1]
+# the benchmark harness, not the library: `pytest -m slow` runs it (before any race), and the
+# 20-minute suite leaves it out, as test_benchmarks_peers.py does
+pytestmark = pytest.mark.slow
 SPREAD = 1e-6  # of a difference meant constant, on log densities of size 1e4-1e5
 
 
@@ -83,7 +86,6 @@ def test_blackjax_and_numpyro_densities_are_bomcmcs(monkeypatch):
         _assert_constant(numpyro_logd(), bomcmc)
 
 
-@pytest.mark.slow
 def test_pymc_density_is_bomcmcs():
     pts = _points()
     logp = RP.pymc_model("robot-arm", DATA).compile_logp()
