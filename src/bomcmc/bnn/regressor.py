@@ -34,7 +34,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
             "dyn_a", "dyn_b" (`bnn/estimator.py`). folds: K for "ahmc_cv".
         chains: independent chains (vmapped). seed: the run's seed.
         super_transitions, budget: the leapfrog budget per chain (their product).
-        burn_in: fraction of the budget whose draws are discarded.
+        burn_in: fraction of the budget whose draws are discarded (with `until_ess`, of
+            the sampling's gradients so far).
         eps_bounds, steps_bounds: the bandit's box for η and L ("ahmc_gibbs", "ahmc_cv").
         step_size, steps: η and L for "neal_gibbs"; window: W of Neal's (1994) accept and
             reject windows for "neal_gibbs" (FBM's `hybrid L:W η`; 1: plain HMC).

@@ -72,8 +72,8 @@ def add_parsers(sub, types) -> None:
     f.add_argument("--budget", type=types["positive_int"], default=BUDGET, metavar="B",
                    help="leapfrog steps per super-transition (default: %(default)s)")
     f.add_argument("--burn-in", type=types["probability"], default=0.25, metavar="F",
-                   help="fraction of the budget whose draws are discarded (default: "
-                        "%(default)s)")
+                   help="fraction of the budget whose draws are discarded (with "
+                        "--until-ess, of the gradients spent so far; default: %(default)s)")
     f.add_argument("--until-ess", type=types["positive_float"], default=None, metavar="E",
                    help="sample until the predictions at the training inputs and the "
                         "training log-likelihood have bulk and tail ESS >= E and R-hat <= "
