@@ -67,6 +67,22 @@ def _short(figures, target: float) -> np.ndarray:
     return (bulk < target) | (tail < target) | (rhat > RHAT_MAX)
 
 
+# one coordinate's figures, each with the test it fails (NaN never passes)
+_TESTS = (lambda x, t: not rn.rhat(x)[0] <= RHAT_MAX,
+          lambda x, t: not rn.ess_bulk(x)[0] >= t,
+          lambda x, t: not rn.ess_tail(x)[0] >= t)
+
+
+def _still_short(x: np.ndarray, target: float, first: int) -> int | None:
+    """Of one coordinate's draws x (chains, draws, 1): the index of a test it fails (trying
+    test `first` first: the one that failed last time usually fails again), or None."""
+    x = np.asarray(x, np.float64)
+    for i in (first,) + tuple(j for j in range(len(_TESTS)) if j != first):
+        if _TESTS[i](x, target):
+            return i
+    return None
+
+
 def _precision_of(figures, draws: int) -> Precision:
     bulk, tail, rhat = figures
     return Precision(int(draws), float(bulk.min()), float(tail.min()), float(rhat.max()))
@@ -90,21 +106,29 @@ class Until:
     """The stopping rule of one run: the sampling draws so far, every chain's (or what
     `watch` makes of them: (chains, n, dim) -> (chains, n, ...)), after the burn-in.
 
-    After each chunk the rule first reads the coordinate that fell short last time, alone,
-    and computes every coordinate's figures (at once, `rank_normalized`) only where that one
-    no longer falls short: the same decisions as reading every coordinate each time.
+    After each chunk the rule first reads the coordinates that fell short at the last whole
+    reading, one by one, and computes every coordinate's figures (at once,
+    `rank_normalized`) only where none of them falls short any longer: the same decisions
+    as reading every coordinate each time. The draws are kept in a buffer grown by
+    doubling, and read as a view.
     `last` is the last whole precision; `report` computes it for the draws so far where the
     last reading stopped short."""
 
     def __init__(self, target: float, seconds: float | None, watch=None, burn_in: float = 0.0):
         self.target, self.seconds = float(target), seconds
         self.watch, self.burn_in = watch, float(burn_in)
-        self.parts: list[np.ndarray] = []
-        self.grads: list[np.ndarray] = []  # each draw's gradients, the chains' mean
+        self.draws = 0  # the sampling draws so far, per chain
+        # what the rule reads of every draw so far, (chains, capacity, quantities), and each
+        # draw's gradients (the chains' mean): grown by doubling, so that a run of many short
+        # chunks copies each draw a few times, not once per chunk
+        self._x: np.ndarray | None = None
+        self._grads = np.zeros(0)
         self.wall = 0.0
         self.last: Precision | None = None
         self.done = False
-        self._short: int | None = None  # the coordinate short at the last whole reading
+        # the coordinates short at the last whole reading, and the test that failed last
+        self._short = np.zeros(0, int)
+        self._test = 0
         self._read_at = 0  # the draws so far at the last whole reading
 
     @classmethod
@@ -118,48 +142,57 @@ class Until:
         return until
 
     @property
-    def draws(self) -> int:
-        """The sampling draws so far, per chain."""
-        return sum(p.shape[1] for p in self.parts)
-
-    @property
     def first(self) -> int:
         """The first draw the rule reads: the burn-in's end (`burn_in_end`)."""
-        return burn_in_end(np.concatenate(self.grads) if self.grads else np.zeros(0),
-                           self.burn_in)
+        return burn_in_end(self._grads[:self.draws], self.burn_in)
 
     def _read(self) -> np.ndarray:
-        """(chains, draws read, quantities): the watched draws after the burn-in."""
-        x = np.concatenate(self.parts, axis=1)[:, self.first:]
-        return x.reshape(x.shape[0], x.shape[1], -1)
+        """(chains, draws read, quantities): the watched draws after the burn-in (a view)."""
+        return self._x[:, self.first:self.draws]
+
+    def _append(self, x: np.ndarray, grads: np.ndarray) -> None:
+        x = x.reshape(x.shape[0], x.shape[1], -1)
+        n, end = x.shape[1], self.draws + x.shape[1]
+        if self._x is None or end > self._x.shape[1]:
+            cap = max(end, 2 * (0 if self._x is None else self._x.shape[1]), 64)
+            grown = np.empty((x.shape[0], cap, x.shape[2]), x.dtype)
+            grads_grown = np.zeros(cap)
+            if self._x is not None:
+                grown[:, :self.draws] = self._x[:, :self.draws]
+                grads_grown[:self.draws] = self._grads[:self.draws]
+            self._x, self._grads = grown, grads_grown
+        self._x[:, self.draws:end] = x
+        self._grads[self.draws:end] = grads
+        self.draws = end
 
     def add(self, positions: np.ndarray, wall_s: float, n_grad=None) -> None:
         """A sampling chunk's draws (chains, n, dim) of every chain, its seconds and its
         draws' gradients (chains, n) (None: one each, for a rule without burn-in)."""
         positions = np.asarray(positions)
         n = positions.shape[1]
-        self.parts.append(positions if self.watch is None else np.asarray(self.watch(positions)))
-        self.grads.append(np.ones(n) if n_grad is None
-                          else np.asarray(n_grad, np.float64).reshape(-1, n).mean(axis=0))
+        self._append(positions if self.watch is None else np.asarray(self.watch(positions)),
+                     np.ones(n) if n_grad is None
+                     else np.asarray(n_grad, np.float64).reshape(-1, n).mean(axis=0))
         self.wall += float(wall_s)
         if self.seconds is not None and self.wall >= self.seconds:
             self.done = True
         flat = self._read()
         draws = flat.shape[1]
         if draws >= MIN_DRAWS:
-            if self._short is not None and _short(
-                    _figures(flat[:, :, self._short:self._short + 1]), self.target)[0]:
-                return  # still short: the whole reading would not stop the run
+            for k in self._short:
+                test = _still_short(flat[:, :, k:k + 1], self.target, self._test)
+                if test is not None:  # the whole reading would not stop the run
+                    self._test = test
+                    return
             figures = _figures(flat)
             self.last, self._read_at = _precision_of(figures, draws), self.draws
-            short = np.flatnonzero(_short(figures, self.target))
-            self._short = int(short[0]) if short.size else None
+            self._short = np.flatnonzero(_short(figures, self.target))
             self.done = self.done or self.last.reaches(self.target)
 
     def report(self) -> dict:
         """What run.json records: the target, whether it was reached, and the precision (its
         `draws` those the rule read; with a burn-in, `burn_in_draws` the draws before them)."""
-        read = self._read() if self.parts else None
+        read = self._read() if self.draws else None
         if read is not None and read.shape[1] >= MIN_DRAWS and self._read_at != self.draws:
             self.last, self._read_at = precision(read), self.draws  # a reading fell short
         out = {"until_ess": self.target, "until_seconds": self.seconds,
