@@ -2,10 +2,10 @@
 training data's log-likelihood.
 
 The weights of a network are identified only up to permutations and sign flips of its hidden
-units, so their R-hat and ESS say little; predictions are identified (Neal 1996 §3.3). The
-network estimators judge their draws on these quantities (the "function_space" group that
-`diagnostics.checks` reads) and, with `until_ess`, sample until their estimates are precise
-(`driver.until`'s `watch`). For "ahmc_cv" a draw is K fold networks at once, and its
+units, so their R-hat and ESS say little; predictions are identified. The network
+estimators judge their draws on these quantities (the "function_space" group that
+`diagnostics.checks` reads) and, with `until_ess`, sample until their estimates are
+precise (`driver.until`'s `watch`). For "ahmc_cv" a draw is K fold networks at once, and its
 function is their mean, as its predictions pool them (Wang 2012 §4.1).
 """
 
