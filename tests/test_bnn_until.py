@@ -68,14 +68,16 @@ def test_a_fit_until_precise_stops_early_and_keeps_the_draws_its_rule_read():
     setting, test_bnn_estimator.py) until the predictions' ESS is 200. It stops before its
     cap; the kept draws are those the rule read, and ArviZ's ESS and R-hat of their
     function-space group are the rule's figures (so the rule lays the draws out as the fit
-    does). Measured (seeds 0, 1): stopped at 194 000 and 115 000 of the 400 000 gradients
-    per chain, R-hat 1.0023 and 1.0083 (what stops it; the bulk ESS is then 1059 and 493)."""
+    does). Measured (seeds 0-2, several runs): stopped at 110 000-194 000 of the 400 000
+    gradients per chain, R-hat 1.0023-1.0083 (what stops it; the bulk ESS is then 450-1060).
+    Where it stops depends on where chunks end, which follows the machine's pace (chunks of
+    about a second), hence the bound of three quarters of the cap."""
     X, y = _data()
     cap = 400 * 1000
     reg = BayesianMLPRegressor(**FIXED, sampler="nuts", nuts_warmup=200, super_transitions=400,
                                budget=1000, until_ess=200).fit(X, y)
     until = reg.result_.totals["until"]
-    assert until["reached"] and reg.n_grad_ < 0.5 * cap * 4
+    assert until["reached"] and reg.n_grad_ < 0.75 * cap * 4
     fs = reg.idata_["function_space"]
     assert fs.sizes["draw"] == until["draws"]
     figures = [float(min(az.ess(fs, method=m)[v].values.min() for v in ("f", "log_lik")))
