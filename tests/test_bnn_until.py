@@ -96,8 +96,8 @@ def test_a_budget_that_ends_first_warns_and_the_rule_is_checked_early():
         warnings.simplefilter("always")
         reg.fit(X, y)
     assert not reg.result_.totals["until"]["reached"]
-    assert any("before its predictions' bulk and tail ESS reached until_ess=100" in str(w.message)
-               and w.category is SamplingWarning for w in caught)
+    assert any("stopped at its cap before its rule held (bulk and tail ESS >= until_ess=100"
+               in str(w.message) and w.category is SamplingWarning for w in caught)
     for kw, match in ((dict(chains=1), "needs chains >= 2"),
                       (dict(until_ess=-3), "until_ess must be a positive number")):
         with pytest.raises(BomcmcError, match=match):

@@ -50,7 +50,8 @@ def test_stops_once_precise_well_before_the_cap(tmp_path):
 
 
 def test_the_cap_ends_a_run_that_cannot_be_precise_and_says_so():
-    res = bomcmc.sample(logdensity, {"x": np.zeros(3)}, draws=100, until_mcse=0.01, **RUN)
+    with pytest.warns(bomcmc.SamplingWarning, match="stopped at its cap before its rule held"):
+        res = bomcmc.sample(logdensity, {"x": np.zeros(3)}, draws=100, until_mcse=0.01, **RUN)
     until = res.totals["until"]
     assert until["until_ess"] == pytest.approx(1e4) and not until["reached"]
     assert res.idata.posterior.sizes["draw"] == 100

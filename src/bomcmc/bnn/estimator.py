@@ -48,6 +48,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..diagnostics.checks import SamplingWarning
+from ..driver.until import check_target
 from ..errors import BomcmcError
 from ..store import atomic_write, atomic_write_text
 
@@ -117,13 +118,7 @@ class BayesianMLPBase(BaseEstimator):
         _check_int("seed", self.seed, 0)
         if not (isinstance(self.burn_in, (int, float)) and 0 <= self.burn_in < 1):
             raise BomcmcError(f"burn_in must be a fraction in [0, 1), got {self.burn_in!r}")
-        if self.until_ess is not None:
-            if not (isinstance(self.until_ess, (int, float)) and math.isfinite(self.until_ess)
-                    and self.until_ess > 0):
-                raise BomcmcError(f"until_ess must be a positive number, got "
-                                  f"{self.until_ess!r}")
-            if self.chains < 2:
-                raise BomcmcError("until_ess needs chains >= 2: its R-hat compares chains")
+        check_target(self.until_ess, self.chains)  # before pre-training, as the driver would
 
     # -- fitting ----------------------------------------------------------------------------
     def _model(self, X, y):
@@ -250,15 +245,6 @@ class BayesianMLPBase(BaseEstimator):
                          lambda tmp: idata.to_netcdf(tmp, engine="h5netcdf"))
         for msg in check_run(idata, result.totals, context=self._advice(idata)):
             warnings.warn(msg, SamplingWarning, stacklevel=4)
-        until = result.totals.get("until")
-        if until is not None and not until["reached"]:
-            warnings.warn(
-                f"the fit spent its leapfrog budget ({max_grad} gradients per chain) "
-                f"before its predictions' bulk and tail ESS reached "
-                f"until_ess={until['until_ess']:g} with R-hat <= 1.01 (min bulk ESS "
-                f"{until.get('ess_bulk', 0):.0f}, tail {until.get('ess_tail', 0):.0f}, "
-                f"max R-hat {until.get('rhat', float('nan')):.3f})", SamplingWarning,
-                stacklevel=4)
 
     def _advice(self, idata):
         """For whom the warnings' advice is written: this estimator's sampler and parameters

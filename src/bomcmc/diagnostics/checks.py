@@ -241,8 +241,18 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
             _acceptance(ss, totals, ctx),
             _fixed_points(ss, ctx),
             _stuck(post, ctx),
+            _until(totals),
         ]
     return [m for m in msgs if m]
+
+
+def _until(totals: dict) -> str | None:
+    """A run until precise (`driver.until`) that its cap stopped first: the rule's figures."""
+    u = totals.get("until")
+    return None if not u or u["reached"] else (
+        f"the run stopped at its cap before its rule held (bulk and tail ESS >= until_ess="
+        f"{u['until_ess']:g}, R-hat <= {RHAT_MAX}): min bulk ESS {u.get('ess_bulk', 0):.0f}, "
+        f"tail {u.get('ess_tail', 0):.0f}, max R-hat {u.get('rhat', float('nan')):.3f}")
 
 
 def _sample_stats(idata):

@@ -18,6 +18,7 @@ from ..errors import BomcmcError
 from ..options import SamplerConfig
 from ..posterior import INIT_STRATEGIES
 from ..validation import choice, integer
+from .until import check_target
 
 
 AUTO = "auto"
@@ -86,14 +87,12 @@ class RunSpec:
         if self.chunk_seconds is not None and not self.chunk_seconds > 0:
             raise BomcmcError(f"chunk_seconds must be positive, got {self.chunk_seconds}")
         choice("init_strategy", self.init_strategy, INIT_STRATEGIES)
-        for name, v in (("until_ess", self.until_ess), ("until_seconds", self.until_seconds)):
-            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise BomcmcError(f"{name} must be a positive number, got {v!r}")
-        if self.until_seconds is not None and self.until_ess is None:
+        check_target(self.until_ess, self.chains)
+        v = self.until_seconds
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise BomcmcError(f"until_seconds must be a positive number, got {v!r}")
+        if v is not None and self.until_ess is None:
             raise BomcmcError("until_seconds caps a run until precise: give until_ess too")
-        if self.until_ess is not None and self.chains < 2:
-            raise BomcmcError("a run until precise needs chains >= 2: its R-hat compares "
-                              "chains")
         if self.shard_data and self.chain_block is not None:
             raise BomcmcError("shard_data runs every chain on every process: it takes no "
                               "chain_block")

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..diagnostics import rank_normalized as rn
 from ..diagnostics.checks import RHAT_MAX
+from ..errors import BomcmcError
 from ..tuning.base import SAMPLING
 
 MIN_DRAWS = 20  # per chain before the rule is first read (ESS of a few draws means little)
@@ -43,6 +44,18 @@ class Precision(NamedTuple):
 
     def reaches(self, target: float) -> bool:
         return self.ess_bulk >= target and self.ess_tail >= target and self.rhat <= RHAT_MAX
+
+
+def check_target(until_ess, chains: int) -> None:
+    """A run until precise's target and chains, or a one-line BomcmcError: the target a
+    positive number, and two chains at least (one chain's R-hat is undefined, so the rule
+    could never hold)."""
+    if until_ess is None:
+        return
+    if not (isinstance(until_ess, (int, float)) and math.isfinite(until_ess) and until_ess > 0):
+        raise BomcmcError(f"until_ess must be a positive number, got {until_ess!r}")
+    if chains < 2:
+        raise BomcmcError("a run until precise needs chains >= 2: its R-hat compares chains")
 
 
 def ess_for_mcse(fraction: float) -> float:
