@@ -17,6 +17,7 @@ as flat positions (..., dim), or as a position pytree with leading draw axes.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -91,7 +92,15 @@ def forward(model, draws: Any, X, thin: int = 1) -> np.ndarray:
     # draws more or less share one compiled program
     n, multiple = X.shape[0], model.data.row_multiple
     X = np.concatenate([X, np.zeros((-n % multiple, X.shape[1]))])
-    return np.asarray(jax.jit(jax.vmap(model.apply, in_axes=(0, None)))(w, X))[:s, :n]
+    return np.asarray(_batched_apply(model)(w, X))[:s, :n]
+
+
+@functools.lru_cache(maxsize=8)
+def _batched_apply(model):
+    """The model's outputs for a stack of draws, compiled once per model and shape: every
+    call (the K fold networks of one base model, say) reuses one traced function. Held
+    here, not on the model, which stays picklable; the last few models' are kept."""
+    return jax.jit(jax.vmap(model.apply, in_axes=(0, None)))
 
 
 def predict_regression(model, draws: Any, X, include_noise: bool = False,
