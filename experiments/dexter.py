@@ -46,7 +46,6 @@ import numpy as np
 
 import bomcmc
 from bomcmc.bnn.cv import CVModel, fold_masks, fold_vote
-from bomcmc.bnn.estimator import flat_draws
 from bomcmc.bnn.features import fold_feature_sets, fold_inputs
 from bomcmc.bnn.network import BNN
 from bomcmc.bnn.samplers import ahmc_gibbs_sampler, neal_sampler, nuts_gibbs_sampler
@@ -92,7 +91,8 @@ def build(budget: dict, X, y, Xv):
     return CVModel(base, FOLDS, inputs=inputs), valid
 
 
-def run(method: str, cv: CVModel, budget: dict, seed: int):
+def run(method: str, cv: CVModel, budget: dict, seed: int, chains: int = 1,
+        checks: bool = True):
     steps = budget["steps"]
     max_grad = budget["supers"] * steps
     post = cv.posterior()
@@ -100,6 +100,7 @@ def run(method: str, cv: CVModel, budget: dict, seed: int):
         lo, hi = 20, min(2000, steps)
         kw = dict(sampler=ahmc_gibbs_sampler(cv), adapt=None, eps_bounds=(0.01, 0.61),
                   steps_bounds=(lo, hi), budget=steps, warmup=0, draws=max_grad // lo + 1,
+                  chunk_size=steps // lo,  # a super-transition of the shortest L in one chunk
                   reward="cv" if method == "ahmc_cv" else "cv_logloss")
     elif method == "neal_gibbs":
         L = min(500, steps)
@@ -111,20 +112,47 @@ def run(method: str, cv: CVModel, budget: dict, seed: int):
                   draws=max_grad + 1, chunk_size=10)  # the budget is checked per chunk
     else:
         raise SystemExit(f"unknown method {method!r} (one of {', '.join(METHODS)})")
-    return bomcmc.sample(posterior=post, chains=1, seed=seed, max_grad=max_grad,
-                         progress=False, **kw), max_grad
+    return bomcmc.sample(posterior=post, chains=chains, seed=seed, max_grad=max_grad,
+                         progress=False, checks=checks, **kw), max_grad
 
 
-def kept(res, max_grad: int) -> np.ndarray:
-    """Flat joint draws whose gradients spent lie in (max_grad / 3, max_grad]: the first third
+def kept_mask(res, max_grad: int, chain: int = 0) -> np.ndarray:
+    """Which of a chain's draws spent gradients in (max_grad / 3, max_grad]: the first third
     is burn-in, and what the last chunk ran past the budget is not counted."""
-    draws = flat_draws(res.idata)
-    spent = res.totals["n_grad_warmup"] + np.cumsum(
-        np.asarray(res.idata.sample_stats["n_grad"].values, float)[0])
+    spent = res.totals["n_grad_warmup"] / res.totals["chains"] + np.cumsum(
+        np.asarray(res.idata.sample_stats["n_grad"].values, float)[chain])
     keep = (spent > max_grad / 3) & (spent <= max_grad)
     if not keep.any():
         raise SystemExit(f"no draws between a third of the budget and the budget ({max_grad})")
-    return draws[keep]
+    return keep
+
+
+def kept(res, max_grad: int, chain: int = 0) -> np.ndarray:
+    """One chain's flat joint draws in (max_grad / 3, max_grad] (`kept_mask`)."""
+    post = res.idata.posterior
+    draws = np.concatenate([np.asarray(post[v].values[chain]).reshape(post.sizes["draw"], -1)
+                            for v in post.data_vars], axis=1)
+    return draws[kept_mask(res, max_grad, chain)]
+
+
+def bandit_steps(res) -> dict | None:
+    """The bandit's settings and rewards, one per super-transition (None without a tuner)."""
+    if "tuning" not in res.idata.groups():
+        return None
+    t = res.idata.tuning
+    return {k: np.asarray(t[k].values).tolist() for k in ("eps", "L", "reward") if k in t}
+
+
+def chain_stats(res, max_grad: int, chain: int) -> dict:
+    """Divergent transitions and mean acceptance among a chain's kept draws."""
+    ss = res.idata.sample_stats
+    keep = kept_mask(res, max_grad, chain)
+    out = {"kept_draws": int(keep.sum())}
+    if "diverging" in ss:
+        out["divergences"] = int(np.asarray(ss["diverging"].values[chain])[keep].sum())
+    if "acceptance_rate" in ss:
+        out["accept_mean"] = float(np.asarray(ss["acceptance_rate"].values[chain])[keep].mean())
+    return out
 
 
 def errors(cv: CVModel, draws, valid, yv) -> dict:
@@ -215,6 +243,12 @@ def main(argv=None) -> int:
                     help="super-transitions instead of the budget's (a fraction of 'paper')")
     ap.add_argument("--steps", type=int, default=None,
                     help="leapfrog steps per super-transition instead of the budget's")
+    ap.add_argument("--chains", type=int, default=1,
+                    help="chains per run, each scored as its own row; `neal_gibbs`'s are "
+                         "independent runs, `ahmc_cv`'s share one bandit (its reward pools them)")
+    ap.add_argument("--no-checks", action="store_true",
+                    help="skip the run's convergence checks over every weight (minutes at the "
+                         "paper's budget; the networks' errors are what is scored)")
     ap.add_argument("--append", action="store_true",
                     help="add to OUT/dexter.json (same budget) instead of replacing it; a run "
                          "of the same method and seed replaces the recorded one")
@@ -232,26 +266,34 @@ def main(argv=None) -> int:
     figures = Path(args.figures) if args.figures else None
     for method in args.methods.split(","):
         for seed in map(int, args.seeds.split(",")):
-            res, max_grad = run(method, cv, budget, seed)
-            draws = kept(res, max_grad)
-            row = {"method": method, "seed": seed, "budget": args.budget,
-                   "n_grad": res.totals["n_grad"] + res.totals["n_grad_warmup"],
-                   "supers": budget["supers"], "steps": budget["steps"],
-                   "device": str(__import__("jax").devices()[0].device_kind),
-                   "wall_s": res.totals["wall_s_total"],
-                   "errors": errors(cv, draws, valid, yv)}
-            if method == "ahmc_cv" and figures is not None:
-                curve = error_curve(cv, draws, valid, yv)
-                row["curve"] = curve
-                row["figures"] = draw_figures(res, curve, figures,
-                                              f"ahmc_cv, budget '{args.budget}', seed {seed}")
-                figures = None  # the first run only
-            rows = [r for r in rows if (r["method"], r["seed"]) != (method, seed)] + [row]
-            e = row["errors"]
-            write(out, args, budget, rows)  # after every run: a kill loses only the current one
-            print(f"{method} seed {seed}: validation error mean {e['mean']:.4f}, median "
-                  f"{e['median']:.4f}, vote {e['vote']:.4f}; {row['n_grad']} gradients, "
-                  f"{time.time() - t0:.0f} s", flush=True)
+            res, max_grad = run(method, cv, budget, seed, args.chains, not args.no_checks)
+            t = res.totals
+            for chain in range(args.chains):
+                draws = kept(res, max_grad, chain)
+                row = {"method": method, "seed": seed, "budget": args.budget,
+                       "n_grad": (t["n_grad"] + t["n_grad_warmup"]) / t["chains"],
+                       "supers": budget["supers"], "steps": budget["steps"],
+                       "device": str(__import__("jax").devices()[0].device_kind),
+                       "wall_s": t["wall_s_total"], "errors": errors(cv, draws, valid, yv),
+                       **chain_stats(res, max_grad, chain)}
+                if args.chains > 1:
+                    row.update(chain=chain, chains=args.chains)
+                if chain == 0 and bandit_steps(res) is not None:
+                    row["bandit"] = bandit_steps(res)
+                if method == "ahmc_cv" and figures is not None:
+                    curve = error_curve(cv, draws, valid, yv)
+                    row["curve"] = curve
+                    row["figures"] = draw_figures(res, curve, figures,
+                                                  f"ahmc_cv, budget '{args.budget}', seed {seed}")
+                    figures = None  # the first run only
+                rows = [r for r in rows if (r["method"], r["seed"], r.get("chain", 0))
+                        != (method, seed, row.get("chain", 0))] + [row]
+                e = row["errors"]
+                write(out, args, budget, rows)  # after every run: a kill loses only the current one
+                print(f"{method} seed {seed} chain {chain}: validation error mean "
+                      f"{e['mean']:.4f}, median {e['median']:.4f}, vote {e['vote']:.4f}; "
+                      f"{row['n_grad']:.0f} gradients, {row.get('divergences')} divergent of "
+                      f"{row['kept_draws']} kept, {time.time() - t0:.0f} s", flush=True)
     return 0
 
 

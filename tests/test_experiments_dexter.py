@@ -37,3 +37,25 @@ def test_dexter_small_budget_runs_end_to_end(tmp_path):
         "error_vs_draws.png", "reward_slice_eta0.22.png", "reward_surface.png"]
     table = (tmp_path / "dexter.md").read_text()
     assert "| ahmc_cv (small) | 1 |" in table and "0.0667" in table
+
+
+@pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")
+@pytest.mark.slow
+def test_dexter_chains_are_scored_one_by_one(tmp_path):
+    """--chains C gives C rows of one run (independent chains for Neal's scheme), each scored
+    on its own kept draws, and an AHMC run records its bandit's settings and rewards."""
+    spec = importlib.util.spec_from_file_location("dexter_experiment", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--budget", "small", "--methods", "neal_gibbs,ahmc_cv", "--chains", "2",
+                     "--no-checks", "--out", str(tmp_path)]) == 0
+    runs = json.loads((tmp_path / "dexter.json").read_text())["runs"]
+    assert [(r["method"], r["chain"]) for r in runs] == [
+        ("neal_gibbs", 0), ("neal_gibbs", 1), ("ahmc_cv", 0), ("ahmc_cv", 1)]
+    neal = runs[:2]
+    assert neal[0]["kept_draws"] == neal[1]["kept_draws"] > 0
+    assert neal[0]["errors"]["per_network"] != neal[1]["errors"]["per_network"]
+    bandit = runs[2]["bandit"]
+    assert len(bandit["eps"]) == len(bandit["L"]) == len(bandit["reward"]) >= 4
+    assert all(0.01 <= e <= 0.61 + 1e-9 and 20 <= L <= 200
+               for e, L in zip(bandit["eps"], bandit["L"]))
