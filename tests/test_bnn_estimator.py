@@ -112,3 +112,21 @@ def test_rhat_flags_chains_stuck_at_their_own_optima():
     one = BayesianMLPRegressor(**{**ASK, "chains": 1}, sampler="neal_gibbs", steps=10,
                                super_transitions=4, budget=100).fit(X, y)
     assert np.isnan(one.rhat(GRID))
+
+
+def test_a_super_transition_longer_than_the_default_buffer_is_not_cut():
+    """A bandit's unit is a super-transition of budget // L draws. At budget 20 100 and L = 10
+    that is 2010, more than the driver's default buffer of 2000 draws: the estimator sizes its
+    chunks for the box's shortest L, so the super-transition runs whole and nothing warns that
+    it was cut (the warning's advice, a chunk_size, is not an estimator parameter)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reg = BayesianMLPRegressor(hidden=(2,), sampler="ahmc_gibbs", budget=20100,
+                                   steps_bounds=(10, 11), super_transitions=1,
+                                   pretrain_steps=20, progress=False).fit(X, y)
+    assert not [w for w in caught if "cut short" in str(w.message)]
+    assert reg.result_.idata.tuning["L"].values.tolist() == [10]
+    assert reg.result_.totals["draws"] == 2010  # cut at the buffer, 2000

@@ -149,8 +149,10 @@ class BayesianMLPBase(BaseEstimator):
         from .dynamical import DynamicalA, DynamicalB
 
         name = sampler_name(self.sampler)
+        # chunk_size: a super-transition at the box's shortest L in one chunk, never cut
         tuned = dict(adapt=None, eps_bounds=self.eps_bounds, steps_bounds=self.steps_bounds,
-                     budget=self.budget)
+                     budget=self.budget, chunk_size=max(1, int(self.budget) // math.ceil(
+                         float(self.steps_bounds[0]))))
         cv = CVModel(model, self.folds) if name == "ahmc_cv" else None
         blocks = {"dyn_a": DynamicalA, "dyn_b": DynamicalB,
                   "dyn_b_gn": partial(DynamicalB, hyper_curvature="gauss_newton")}.get(name)
