@@ -92,7 +92,7 @@ def build(budget: dict, X, y, Xv):
 
 
 def run(method: str, cv: CVModel, budget: dict, seed: int, chains: int = 1,
-        checks: bool = True):
+        checks: bool = True, stuck_zero: bool = False):
     steps = budget["steps"]
     max_grad = budget["supers"] * steps
     post = cv.posterior()
@@ -101,7 +101,7 @@ def run(method: str, cv: CVModel, budget: dict, seed: int, chains: int = 1,
         kw = dict(sampler=ahmc_gibbs_sampler(cv), adapt=None, eps_bounds=(0.01, 0.61),
                   steps_bounds=(lo, hi), budget=steps, warmup=0, draws=max_grad // lo + 1,
                   chunk_size=steps // lo,  # a super-transition of the shortest L in one chunk
-                  reward="cv" if method == "ahmc_cv" else "cv_logloss")
+                  reward="cv" if method == "ahmc_cv" else "cv_logloss", stuck_zero=stuck_zero)
     elif method == "neal_gibbs":
         L = min(500, steps)
         kw = dict(sampler=neal_sampler(cv), adapt=None, step_size=0.1, steps=L, warmup=0,
@@ -135,12 +135,24 @@ def kept(res, max_grad: int, chain: int = 0) -> np.ndarray:
     return draws[kept_mask(res, max_grad, chain)]
 
 
-def bandit_steps(res) -> dict | None:
-    """The bandit's settings and rewards, one per super-transition (None without a tuner)."""
+def bandit_steps(res, steps: int) -> dict | None:
+    """The bandit's settings and rewards, one per super-transition (None without a tuner),
+    with each super-transition's mean acceptance and divergent transitions over the chains
+    (its draws: `steps` // L each, in order)."""
     if "tuning" not in res.idata.groups():
         return None
     t = res.idata.tuning
-    return {k: np.asarray(t[k].values).tolist() for k in ("eps", "L", "reward") if k in t}
+    out = {k: np.asarray(t[k].values).tolist() for k in ("eps", "L", "reward") if k in t}
+    ss = res.idata.sample_stats
+    acc = np.asarray(ss["acceptance_rate"].values)  # (chains, draws)
+    div = np.asarray(ss["diverging"].values)
+    ends = np.cumsum([max(1, steps // int(L)) for L in out["L"]])
+    starts = np.concatenate([[0], ends[:-1]])
+    out["accept"] = [float(acc[:, a:b].mean()) if b <= acc.shape[1] else None
+                     for a, b in zip(starts, ends)]
+    out["divergent"] = [int(div[:, a:b].sum()) if b <= div.shape[1] else None
+                        for a, b in zip(starts, ends)]
+    return out
 
 
 def chain_stats(res, max_grad: int, chain: int) -> dict:
@@ -249,6 +261,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-checks", action="store_true",
                     help="skip the run's convergence checks over every weight (minutes at the "
                          "paper's budget; the networks' errors are what is scored)")
+    ap.add_argument("--stuck-zero", action="store_true",
+                    help="AHMC: a super-transition in which a chain accepted, in expectation, "
+                         "under half a trajectory scores 0 (bnn.cv.cv_reward)")
     ap.add_argument("--append", action="store_true",
                     help="add to OUT/dexter.json (same budget) instead of replacing it; a run "
                          "of the same method and seed replaces the recorded one")
@@ -266,7 +281,8 @@ def main(argv=None) -> int:
     figures = Path(args.figures) if args.figures else None
     for method in args.methods.split(","):
         for seed in map(int, args.seeds.split(",")):
-            res, max_grad = run(method, cv, budget, seed, args.chains, not args.no_checks)
+            res, max_grad = run(method, cv, budget, seed, args.chains, not args.no_checks,
+                                args.stuck_zero)
             t = res.totals
             for chain in range(args.chains):
                 draws = kept(res, max_grad, chain)
@@ -278,8 +294,10 @@ def main(argv=None) -> int:
                        **chain_stats(res, max_grad, chain)}
                 if args.chains > 1:
                     row.update(chain=chain, chains=args.chains)
-                if chain == 0 and bandit_steps(res) is not None:
-                    row["bandit"] = bandit_steps(res)
+                if args.stuck_zero and method.startswith("ahmc"):
+                    row["stuck_zero"] = True
+                if chain == 0 and bandit_steps(res, budget["steps"]) is not None:
+                    row["bandit"] = bandit_steps(res, budget["steps"])
                 if method == "ahmc_cv" and figures is not None:
                     curve = error_curve(cv, draws, valid, yv)
                     row["curve"] = curve

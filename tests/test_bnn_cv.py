@@ -123,6 +123,18 @@ def test_cv_model_is_k_independent_fold_networks():
     np.testing.assert_allclose(clean, 1 / np.mean(err), rtol=1e-10)
     diverging[0, 3] = True
     assert cv_reward(cv)({"positions": draws[None], "info": {"diverging": diverging}}) == 0.0
+    # with stuck_zero, so does one in which a chain accepted under half a trajectory in
+    # expectation (its weights stayed put); 0.6 accepted transitions in expectation is not
+    acc = np.zeros((2, 5))
+    acc[0] = 0.5
+    acc[1, :3] = 0.2
+    two = {"positions": np.stack([draws, draws]),
+           "info": {"diverging": np.zeros((2, 5), bool), "acceptance_rate": acc}}
+    stuck = cv_reward(cv, stuck_zero=True)
+    np.testing.assert_allclose(stuck(two), 1 / np.mean(err), rtol=1e-10)
+    acc[1, :3] = 0.16  # 0.48 in expectation: this chain is stuck
+    assert stuck(two) == 0.0
+    np.testing.assert_allclose(cv_reward(cv)(two), 1 / np.mean(err), rtol=1e-10)  # off
 
 
 STACKED = [  # (likelihood, hidden, activations, prior): deep, input-to-output, no biases
@@ -533,3 +545,17 @@ def test_fold_vote_compiles_one_forward_pass_for_all_fold_networks():
         monitoring.unregister_event_duration_listener(listen)
     assert first >= 1  # the count can fail: the first scoring compiles the forward pass
     assert len(compiles) == first, compiles  # a program per network and call: K more here
+
+
+def test_stuck_zero_is_refused_for_a_reward_it_does_not_apply_to():
+    from types import SimpleNamespace
+
+    from bomcmc.bnn.samplers import make_tuner
+
+    full = _model(*MODELS[0])
+    with pytest.raises(BomcmcError, match="stuck_zero applies to the cross-validation"):
+        make_tuner({"stuck_zero": True, "reward": "esjd"}, SimpleNamespace(seed=0), None, None,
+                   model=full)
+    tuner = make_tuner({"stuck_zero": True}, SimpleNamespace(seed=0), None, None,
+                       model=CVModel(full, folds=3))
+    assert tuner is not None  # the cv reward takes it

@@ -57,5 +57,26 @@ def test_dexter_chains_are_scored_one_by_one(tmp_path):
     assert neal[0]["errors"]["per_network"] != neal[1]["errors"]["per_network"]
     bandit = runs[2]["bandit"]
     assert len(bandit["eps"]) == len(bandit["L"]) == len(bandit["reward"]) >= 4
+    assert len(bandit["accept"]) == len(bandit["divergent"]) == len(bandit["L"])
+    assert all(a is None or 0 <= a <= 1 for a in bandit["accept"])
     assert all(0.01 <= e <= 0.61 + 1e-9 and 20 <= L <= 200
                for e, L in zip(bandit["eps"], bandit["L"]))
+
+
+def test_bandit_summary_counts_stuck_and_divergent_super_transitions():
+    """experiments/dexter_bandit.py: a super-transition is stuck when its chains' acceptance
+    probabilities sum to under 1/2 without a divergence (L = 2000 in 2000 steps is one
+    transition, at 0.4; L = 500 is four, at 0.1 each: 0.4), divergent when any transition
+    diverged; the first, four transitions at 0.9, moved."""
+    spec = importlib.util.spec_from_file_location(
+        "dexter_bandit", SCRIPT.parent / "dexter_bandit.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    row = {"method": "ahmc_cv", "seed": 0, "errors": {"mean": 0.1, "median": 0.1, "vote": 0.05},
+           "bandit": {"eps": [0.01, 0.3, 0.2, 0.05], "L": [500, 500, 2000, 500],
+                      "reward": [8.0, 0.0, 6.0, 7.0], "accept": [0.9, 0.0, 0.4, 0.1],
+                      "divergent": [0, 2, 0, 0]}}
+    s = mod.summarise(row, steps=2000)
+    assert (s["supers"], s["divergent_supers"], s["stuck_supers"]) == (4, 1, 2)
+    assert s["stuck_rewards"] == [6.0, 7.0] and s["moving_rewards_range"] == [8.0, 8.0]
+    assert s["failed_share"] == 0.75

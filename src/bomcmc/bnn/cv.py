@@ -312,7 +312,7 @@ def fold_vote(cv: CVModel, draws, X) -> dict:
             "vote_fraction": frac[:, 0] if squeeze else frac}
 
 
-def cv_reward(cv: CVModel, loss: str = "error"):
+def cv_reward(cv: CVModel, loss: str = "error", stuck_zero: bool = False):
     """The bandit's reward for a super-transition: 1 / (mean over folds of the held-out error
     of that super-transition's draws, all chains pooled) (Wang 2012 §3.2; module docstring);
     `loss="logloss"` uses the held-out log loss instead (classification).
@@ -322,7 +322,13 @@ def cv_reward(cv: CVModel, loss: str = "error"):
     (`tuning.rewards.esjd`): a diverging trajectory is rejected, so a setting whose
     trajectories diverge leaves the chain where it was, and its draws' held-out error is
     that of the last good state however bad the setting is; the divergences themselves bias
-    the draws (Betancourt 2017)."""
+    the draws (Betancourt 2017).
+
+    With `stuck_zero`, so does a super-transition in which some chain accepted, in
+    expectation, fewer than half a trajectory (its acceptance probabilities sum to < 1/2): its
+    weights stayed where the previous setting left them, and its draws' error is again that
+    of a state this setting did not reach (on Dexter, about one reward in seven at the
+    default budget: docs/dexter.md)."""
     error_fn = cv.heldout_error_fn(loss=loss)
     # A misclassification rate moves in steps of one case in n held-out cases per fold. A mean
     # error below half a case of the average fold counts as that half case: the reward is
@@ -336,7 +342,7 @@ def cv_reward(cv: CVModel, loss: str = "error"):
         pos = np.asarray(chunk["positions"])
         if pos.size == 0:
             return float("nan")
-        if np.any(_diverging(chunk)):
+        if np.any(_diverging(chunk)) or (stuck_zero and _stuck(chunk)):
             return 0.0
         err = float(np.mean(error_fn(pos.reshape(-1, pos.shape[-1]))))
         if not math.isfinite(err):
@@ -345,6 +351,18 @@ def cv_reward(cv: CVModel, loss: str = "error"):
 
     reward.error_fn = error_fn
     return reward
+
+
+def _stuck(chunk: dict) -> bool:
+    """Whether some chain's acceptance probabilities over the chunk sum to less than 1/2 (False
+    where its sampler records none)."""
+    info = chunk.get("info")
+    acc = (info.get("acceptance_rate") if isinstance(info, dict)
+           else getattr(info, "acceptance_rate", None))
+    if acc is None:
+        return False
+    acc = np.asarray(acc, float)
+    return bool(np.any(np.nansum(acc.reshape(-1, acc.shape[-1]), axis=-1) < 0.5))
 
 
 def _diverging(chunk: dict) -> np.ndarray:

@@ -70,6 +70,8 @@ TUNER_OPTIONS = (
     Option("budget", positive_int, None, "leapfrog steps per super-transition (default: "
                                          f"{BUDGET_FACTOR} × the largest L)"),
     Option("reward", str, None, "the bandit's reward (default: cv for a CVModel, else esjd)"),
+    Option("stuck_zero", bool, False, "the cv rewards score 0 for a super-transition in which "
+           "a chain accepted, in expectation, under half a trajectory (bnn.cv.cv_reward)"),
     Option("schedule", str, "exponential", "annealing schedule p_i = exp(−λ(i−1))"),
     Option("lam", positive_float, LAMBDA, "λ of the exponential schedule"),
     Option("k", positive_int, 100, "the schedule's k"),
@@ -101,11 +103,16 @@ def make_tuner(options: dict, spec, flat, states, *, model) -> GPBanditTuner:
     (a `CVModel` gets the cross-validation reward by default)."""
     cv = isinstance(model, CVModel)
     opts = with_defaults(options, cv)
+    stuck_zero = bool(opts.pop("stuck_zero", False))
     if opts["reward"] in ("cv", "cv_logloss"):
         if not cv:
             raise BomcmcError(f"reward '{opts['reward']}' needs a cross-validation posterior "
                               "(bomcmc.bnn.cv.CVModel(model, folds).posterior())")
-        opts["reward"] = cv_reward(model, loss="error" if opts["reward"] == "cv" else "logloss")
+        opts["reward"] = cv_reward(model, loss="error" if opts["reward"] == "cv" else "logloss",
+                                   stuck_zero=stuck_zero)
+    elif stuck_zero:
+        raise BomcmcError("stuck_zero applies to the cross-validation rewards 'cv' and "
+                          f"'cv_logloss', not to reward {opts['reward']!r}")
     return GPBanditTuner(seed=spec.seed, **opts)
 
 
