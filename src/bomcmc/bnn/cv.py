@@ -327,8 +327,8 @@ def cv_reward(cv: CVModel, loss: str = "error", stuck_zero: bool = False):
     With `stuck_zero`, so does a super-transition in which some chain accepted, in
     expectation, fewer than half a trajectory (its acceptance probabilities sum to < 1/2): its
     weights stayed where the previous setting left them, and its draws' error is again that
-    of a state this setting did not reach (on Dexter, about one reward in seven at the
-    default budget: docs/dexter.md)."""
+    of a state this setting did not reach (on Dexter, one reward in five to seven at the
+    default budget; measured not to help there: docs/dexter.md)."""
     error_fn = cv.heldout_error_fn(loss=loss)
     # A misclassification rate moves in steps of one case in n held-out cases per fold. A mean
     # error below half a case of the average fold counts as that half case: the reward is
