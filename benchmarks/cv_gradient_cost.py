@@ -9,26 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import jax
-import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.harness.timing import compiled_seconds  # noqa: E402
 from dexter import BUDGETS, build, data  # noqa: E402
-
-
-def _median_seconds(fn, arg, repeat: int = 30) -> float:
-    jax.block_until_ready(fn(arg))
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(arg))
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
 
 
 def main(argv=None) -> dict:
@@ -46,8 +36,8 @@ def main(argv=None) -> dict:
     single_pos = jax.tree_util.tree_map(lambda a: a[0], tree)
     single = jax.jit(jax.grad(one_fold.logdensity))
     out = {"folds": cv.folds, "network": cv.base.describe(), "cases": int(cv.n),
-           "joint_gradient_s": _median_seconds(joint, flat),
-           "single_gradient_s": _median_seconds(single, single_pos)}
+           "joint_gradient_s": compiled_seconds(joint, flat, repeat=30),
+           "single_gradient_s": compiled_seconds(single, single_pos, repeat=30)}
     out["joint_over_ten_single"] = out["joint_gradient_s"] / (10 * out["single_gradient_s"])
     print(json.dumps(out, indent=2))
     if args.out:

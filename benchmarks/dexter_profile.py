@@ -35,21 +35,13 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bomcmc  # noqa: E402
+from benchmarks.harness.timing import compiled_seconds  # noqa: E402
 from bomcmc.bnn.samplers import neal_sampler  # noqa: E402
 from bomcmc.kernels.integrators import IntegratorState, leapfrog  # noqa: E402
 from dexter import BUDGETS, build, data, errors, fold_vote, kept, run  # noqa: E402
-
-
-def _best_seconds(fn, *args, repeat: int = 3) -> float:
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def conditional(cv, dtype):
@@ -83,8 +75,9 @@ def gradient_loops(cv, n: int, dtype) -> tuple[dict, callable, tuple]:
         start = IntegratorState(w, jnp.zeros_like(w), logp, g)
         return leapfrog(start, cond, jnp.asarray(1e-3, w.dtype), jnp.ones_like(w), num)
 
-    out = {"grad_us": _best_seconds(grads, w0) / n * 1e6,
-           "leapfrog_us": _best_seconds(steps, w0, jnp.int32(n)) / n * 1e6}
+    out = {"grad_us": compiled_seconds(grads, w0, repeat=3, best=True) / n * 1e6,
+           "leapfrog_us": compiled_seconds(steps, w0, jnp.int32(n), repeat=3,
+                                                best=True) / n * 1e6}
     return out, steps, (w0,)
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -20,19 +22,11 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness.timing import compiled_seconds  # noqa: E402
 from bomcmc.kernels import hmc, rmhmc  # noqa: E402
 from bomcmc.models import log_gaussian_cox as lgcp  # noqa: E402
-
-
-def _time(fn, *args, repeat: int = 20) -> float:
-    """Median seconds of a compiled call (compilation excluded)."""
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
 
 
 def _sym(a):
@@ -67,11 +61,11 @@ def main(argv=None) -> dict:
     grad_eig = jax.jit(jax.value_and_grad(eig_logdensity))
     grad_dense = jax.jit(jax.value_and_grad(dense_logdensity))
     out = {"side": n, "dim": D, "build_seconds": build_s,
-           "gradient_seconds": {"eigenbasis": _time(grad_eig, v0),
-                                "dense_x": _time(grad_dense, x0)}}
+           "gradient_seconds": {"eigenbasis": compiled_seconds(grad_eig, v0),
+                                "dense_x": compiled_seconds(grad_dense, x0)}}
     batched = jax.jit(jax.vmap(jax.value_and_grad(eig_logdensity)))
     out["vmapped_gradient_seconds"] = {  # one gradient of every chain at once
-        str(c): _time(batched, jnp.zeros((c, D))) for c in (1, 4, 8, 16)}
+        str(c): compiled_seconds(batched, jnp.zeros((c, D))) for c in (1, 4, 8, 16)}
 
     key = jax.random.PRNGKey(0)
     knobs_diag = hmc.default_knobs(D, step_size=0.1, steps=args.steps,
@@ -82,15 +76,15 @@ def main(argv=None) -> dict:
     st_dense = hmc.init(x0, dense_logdensity)
     step_eig = jax.jit(lambda k, s: hmc.step(k, s, eig_logdensity, knobs_diag))
     step_dense = jax.jit(lambda k, s: hmc.step(k, s, dense_logdensity, knobs_dense))
-    trans = {"eigenbasis_diagonal_mass": _time(step_eig, key, st_eig, repeat=5),
-             "dense_x_dense_mass": _time(step_dense, key, st_dense, repeat=3)}
+    trans = {"eigenbasis_diagonal_mass": compiled_seconds(step_eig, key, st_eig, repeat=5),
+             "dense_x_dense_mass": compiled_seconds(step_dense, key, st_dense, repeat=3)}
     if D <= 4096:
         Gj = jnp.asarray(G)
         kern = rmhmc.rmhmc_kernel(lambda x: Gj)
         knobs = kern.make_knobs(D, step_size=0.1, steps=1, random_steps=False)
         st = kern.init(x0, dense_logdensity)
         step_gl = jax.jit(lambda k, s: kern.step(k, s, dense_logdensity, knobs))
-        trans["generalised_leapfrog_dense_G_one_step"] = _time(step_gl, key, st, repeat=2)
+        trans["generalised_leapfrog_dense_G_one_step"] = compiled_seconds(step_gl, key, st, repeat=2)
     out["transition_seconds"] = trans
     out["leapfrog_steps"] = args.steps
     print(json.dumps(out, indent=2))
