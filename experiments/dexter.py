@@ -92,13 +92,13 @@ def build(budget: dict, X, y, Xv):
 
 
 def run(method: str, cv: CVModel, budget: dict, seed: int, chains: int = 1,
-        checks: bool = True, stuck_zero: bool = False):
+        checks: bool = True, stuck_zero: bool = False, eps_bounds=(0.01, 0.61)):
     steps = budget["steps"]
     max_grad = budget["supers"] * steps
     post = cv.posterior()
     if method in ("ahmc_cv", "ahmc_cv_logloss"):
         lo, hi = 20, min(2000, steps)
-        kw = dict(sampler=ahmc_gibbs_sampler(cv), adapt=None, eps_bounds=(0.01, 0.61),
+        kw = dict(sampler=ahmc_gibbs_sampler(cv), adapt=None, eps_bounds=tuple(eps_bounds),
                   steps_bounds=(lo, hi), budget=steps, warmup=0, draws=max_grad // lo + 1,
                   chunk_size=steps // lo,  # a super-transition of the shortest L in one chunk
                   reward="cv" if method == "ahmc_cv" else "cv_logloss", stuck_zero=stuck_zero)
@@ -264,6 +264,8 @@ def main(argv=None) -> int:
     ap.add_argument("--stuck-zero", action="store_true",
                     help="AHMC: a super-transition in which a chain accepted, in expectation, "
                          "under half a trajectory scores 0 (bnn.cv.cv_reward)")
+    ap.add_argument("--eps-bounds", type=float, nargs=2, default=(0.01, 0.61),
+                    metavar=("LO", "HI"), help="AHMC's η box (default: Wang's 0.01 0.61)")
     ap.add_argument("--append", action="store_true",
                     help="add to OUT/dexter.json (same budget) instead of replacing it; a run "
                          "of the same method and seed replaces the recorded one")
@@ -282,7 +284,7 @@ def main(argv=None) -> int:
     for method in args.methods.split(","):
         for seed in map(int, args.seeds.split(",")):
             res, max_grad = run(method, cv, budget, seed, args.chains, not args.no_checks,
-                                args.stuck_zero)
+                                args.stuck_zero, args.eps_bounds)
             t = res.totals
             for chain in range(args.chains):
                 draws = kept(res, max_grad, chain)
@@ -296,6 +298,8 @@ def main(argv=None) -> int:
                     row.update(chain=chain, chains=args.chains)
                 if args.stuck_zero and method.startswith("ahmc"):
                     row["stuck_zero"] = True
+                if tuple(args.eps_bounds) != (0.01, 0.61) and method.startswith("ahmc"):
+                    row["eps_bounds"] = list(args.eps_bounds)
                 if chain == 0 and bandit_steps(res, budget["steps"]) is not None:
                     row["bandit"] = bandit_steps(res, budget["steps"])
                 if method == "ahmc_cv" and figures is not None:
