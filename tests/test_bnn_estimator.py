@@ -130,3 +130,16 @@ def test_a_super_transition_longer_than_the_default_buffer_is_not_cut():
     assert not [w for w in caught if "cut short" in str(w.message)]
     assert reg.result_.idata.tuning["L"].values.tolist() == [10]
     assert reg.result_.totals["draws"] == 2010  # cut at the buffer, 2000
+
+
+@pytest.mark.parametrize("bounds, message", [((0, 10), "0 < lo <= hi"),
+                                             (("a", 3), "two numbers"),
+                                             ((0.2, 0.7), "an integer >= 1")])
+def test_a_bad_trajectory_box_is_a_one_line_error_before_pretraining(bounds, message):
+    """The estimators size their chunks from steps_bounds, so they check it first: a one-line
+    error, not a ZeroDivisionError or a ValueError from inside the fit."""
+    from bomcmc.errors import BomcmcError
+
+    X = np.zeros((10, 1))
+    with pytest.raises(BomcmcError, match=f"steps_bounds must .*{message}"):
+        BayesianMLPRegressor(sampler="ahmc_gibbs", steps_bounds=bounds).fit(X, X[:, 0])

@@ -51,6 +51,7 @@ from ..diagnostics.checks import SamplingWarning
 from ..driver.until import check_target
 from ..errors import BomcmcError
 from ..store import atomic_write, atomic_write_text
+from ..validation import pair
 
 from .defaults import DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS, sampler_name  # noqa: F401
 
@@ -119,6 +120,8 @@ class BayesianMLPBase(BaseEstimator):
         if not (isinstance(self.burn_in, (int, float)) and 0 <= self.burn_in < 1):
             raise BomcmcError(f"burn_in must be a fraction in [0, 1), got {self.burn_in!r}")
         check_target(self.until_ess, self.chains)  # before pre-training, as the driver would
+        if "steps_bounds" in USES.get(sampler_name(self.sampler), ()):  # sizes the chunks
+            pair("steps_bounds", self.steps_bounds, integer=True)
 
     # -- fitting ----------------------------------------------------------------------------
     def _model(self, X, y):
