@@ -29,7 +29,8 @@ def summarise(row: dict, steps: int) -> dict:
     stuck = (acc * n * chains < 0.5) & (div == 0)  # every chain: a mean, so a bound only
     moving = ~stuck & (div == 0)
     return {"method": row["method"], "seed": row["seed"], "chain": row.get("chain", 0),
-            "stuck_zero": bool(row.get("stuck_zero", False)), "supers": int(len(L)),
+            "stuck_zero": bool(row.get("stuck_zero", False)),
+            "eps_bounds": row.get("eps_bounds", [0.01, 0.61]), "supers": int(len(L)),
             "divergent_supers": int((div > 0).sum()), "stuck_supers": int(stuck.sum()),
             "stuck_rewards": reward[stuck].round(2).tolist(),
             "moving_rewards_range": [float(np.nanmin(reward[moving])),
