@@ -100,7 +100,6 @@ def run(method: str, cv: CVModel, budget: dict, seed: int, chains: int = 1,
         lo, hi = 20, min(2000, steps)
         kw = dict(sampler=ahmc_gibbs_sampler(cv), adapt=None, eps_bounds=tuple(eps_bounds),
                   steps_bounds=(lo, hi), budget=steps, warmup=0, draws=max_grad // lo + 1,
-                  chunk_size=steps // lo,  # a super-transition of the shortest L in one chunk
                   reward="cv" if method == "ahmc_cv" else "cv_logloss", stuck_zero=stuck_zero)
     elif method == "neal_gibbs":
         L = min(500, steps)

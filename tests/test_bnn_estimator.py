@@ -116,9 +116,10 @@ def test_rhat_flags_chains_stuck_at_their_own_optima():
 
 def test_a_super_transition_longer_than_the_default_buffer_is_not_cut():
     """A bandit's unit is a super-transition of budget // L draws. At budget 20 100 and L = 10
-    that is 2010, more than the driver's default buffer of 2000 draws: the estimator sizes its
-    chunks for the box's shortest L, so the super-transition runs whole and nothing warns that
-    it was cut (the warning's advice, a chunk_size, is not an estimator parameter)."""
+    that is 2010, more than the driver's default buffer of 2000 draws: the driver sizes the
+    buffer for the box's shortest L (`host_loop.super_transition_draws`), so the
+    super-transition runs whole and nothing warns that it was cut (the warning's advice, a
+    chunk_size, is not an estimator parameter)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 1))
     y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
@@ -143,3 +144,25 @@ def test_a_bad_trajectory_box_is_a_one_line_error_before_pretraining(bounds, mes
     X = np.zeros((10, 1))
     with pytest.raises(BomcmcError, match=f"steps_bounds must .*{message}"):
         BayesianMLPRegressor(sampler="ahmc_gibbs", steps_bounds=bounds).fit(X, X[:, 0])
+
+
+def test_the_default_buffer_holds_a_whole_super_transition_up_to_its_cap():
+    """`default_buffer`: 2000 draws or 2**24 numbers, raised to a tuner's super-transition of
+    `unit` draws up to 2**28 numbers (Dexter's three chains of 64 050 weights: 87 draws before,
+    1000 now at budget 20 000 and L >= 20); never more draws than the run has."""
+    from bomcmc.bnn.samplers import ahmc_gibbs_sampler, neal_sampler
+    from bomcmc.driver.host_loop import default_buffer, super_transition_draws
+    from bomcmc.options import SamplerConfig
+
+    assert default_buffer(3, 64050, 40001, 0) == 87
+    assert default_buffer(3, 64050, 40001, 0, unit=1000) == 1000
+    assert default_buffer(3, 64050, 500, 0, unit=1000) == 500
+    assert default_buffer(3, 64050, 40001, 0, unit=10**6) == (1 << 28) // (3 * 64050)
+    model = BNN(np.zeros((5, 1)), np.zeros((5, 1)), hidden=(2,), noise="0.1")
+    sampler = ahmc_gibbs_sampler(model)
+    config = SamplerConfig({}, None, {}, {"budget": 20000, "steps_bounds": (20, 2000)})
+    assert super_transition_draws(sampler, config) == 1000
+    default_bounds = SamplerConfig({}, None, {}, {"budget": 5000})  # the box's default L >= 10
+    assert super_transition_draws(sampler, default_bounds) == 500
+    assert super_transition_draws(sampler, SamplerConfig({}, None, {}, {})) is None
+    assert super_transition_draws(neal_sampler(model), SamplerConfig({}, None, {}, None)) is None

@@ -120,7 +120,7 @@ class BayesianMLPBase(BaseEstimator):
         if not (isinstance(self.burn_in, (int, float)) and 0 <= self.burn_in < 1):
             raise BomcmcError(f"burn_in must be a fraction in [0, 1), got {self.burn_in!r}")
         check_target(self.until_ess, self.chains)  # before pre-training, as the driver would
-        if "steps_bounds" in USES.get(sampler_name(self.sampler), ()):  # sizes the chunks
+        if "steps_bounds" in USES.get(sampler_name(self.sampler), ()):  # before pre-training
             pair("steps_bounds", self.steps_bounds, integer=True)
 
     # -- fitting ----------------------------------------------------------------------------
@@ -152,10 +152,8 @@ class BayesianMLPBase(BaseEstimator):
         from .dynamical import DynamicalA, DynamicalB
 
         name = sampler_name(self.sampler)
-        # chunk_size: a super-transition at the box's shortest L in one chunk, never cut
         tuned = dict(adapt=None, eps_bounds=self.eps_bounds, steps_bounds=self.steps_bounds,
-                     budget=self.budget, chunk_size=max(1, int(self.budget) // math.ceil(
-                         float(self.steps_bounds[0]))))
+                     budget=self.budget)
         cv = CVModel(model, self.folds) if name == "ahmc_cv" else None
         blocks = {"dyn_a": DynamicalA, "dyn_b": DynamicalB,
                   "dyn_b_gn": partial(DynamicalB, hyper_curvature="gauss_newton")}.get(name)

@@ -30,7 +30,7 @@ from ..store import ChunkRecord, DiskStore, MemoryStore, read_json
 from ..tuning.base import Tuner
 from .assemble import assemble, tuner_history
 from .engine import Run, make_knobs
-from .host_loop import default_buffer, execute, show_progress, unpack
+from .host_loop import default_buffer, execute, show_progress, super_transition_draws, unpack
 from .spec import RunSpec, json_config, warmup_count
 
 
@@ -317,7 +317,8 @@ def sample(
     )
     if chunk_size is None:  # a buffer for the whole run, within a memory cap
         dim = flatten(posterior, check_finite=False).dim
-        spec.chunk_size = default_buffer(spec.chains, dim, spec.draws, spec.warmup)
+        spec.chunk_size = default_buffer(spec.chains, dim, spec.draws, spec.warmup,
+                                         super_transition_draws(sampler, config))
     spec.validate()
     distributed.agree(spec.to_json())  # every process was started with the same flags
     store = DiskStore(out) if out is not None else MemoryStore()

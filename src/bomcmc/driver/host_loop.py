@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from typing import NamedTuple
 
@@ -131,10 +132,35 @@ def _postfix(rec: ChunkRecord, divergences: list[int]) -> str:
 FIRST_CHUNK = 10  # draws in the first time-targeted chunk, which measures the pace
 
 
-def default_buffer(chains: int, dim: int, draws: int, warmup: int) -> int:
+SUPER_TRANSITION_NUMBERS = 1 << 28  # a whole super-transition's buffer: 1 GiB of float32
+
+
+def default_buffer(chains: int, dim: int, draws: int, warmup: int,
+                   unit: int | None = None) -> int:
     """Rows of the compiled chunk buffer when the user sets no chunk_size: enough for the
-    whole run up to 2000 draws, capped so the position buffer stays under 2**24 numbers."""
-    return int(max(1, min(max(draws, warmup, 1), 2000, (1 << 24) // max(1, chains * dim))))
+    whole run up to 2000 draws, capped so the position buffer stays under 2**24 numbers; and
+    room for a tuner's whole super-transition of `unit` draws (`super_transition_draws`), up
+    to 2**28 numbers, since one cut short is not what the tuner's reward should score."""
+    rows = max(draws, warmup, 1)
+    size = min(rows, 2000, (1 << 24) // max(1, chains * dim))
+    if unit:
+        size = max(size, min(unit, rows, SUPER_TRANSITION_NUMBERS // max(1, chains * dim)))
+    return int(max(1, size))
+
+
+def super_transition_draws(sampler, config) -> int | None:
+    """Draws in the longest super-transition of a run whose tuner spends a leapfrog budget B
+    per super-transition (the network samplers' bandit; Wang 2012 §3.2): B // the shortest L.
+    None without a budget, or with bounds the tuner's own checks will refuse."""
+    opts = dict(config.tuner_options or {})
+    if opts.get("budget") is None:
+        return None
+    default = next((o.default for o in sampler.tuner_options if o.name == "steps_bounds"), None)
+    try:
+        lo = math.ceil(float((opts.get("steps_bounds") or default)[0]))
+        return max(1, int(opts["budget"]) // max(1, lo))
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def _chunk_length(spec: RunSpec, preferred, pace: float | None) -> int:
