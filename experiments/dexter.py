@@ -126,12 +126,16 @@ def kept_mask(res, max_grad: int, chain: int = 0) -> np.ndarray:
     return keep
 
 
+def chain_draws(res, chain: int = 0) -> np.ndarray:
+    """One chain's flat joint draws (draws, K·dim), in the posterior group's variable order."""
+    post = res.idata.posterior
+    return np.concatenate([np.asarray(post[v].values[chain]).reshape(post.sizes["draw"], -1)
+                           for v in post.data_vars], axis=1)
+
+
 def kept(res, max_grad: int, chain: int = 0) -> np.ndarray:
     """One chain's flat joint draws in (max_grad / 3, max_grad] (`kept_mask`)."""
-    post = res.idata.posterior
-    draws = np.concatenate([np.asarray(post[v].values[chain]).reshape(post.sizes["draw"], -1)
-                            for v in post.data_vars], axis=1)
-    return draws[kept_mask(res, max_grad, chain)]
+    return chain_draws(res, chain)[kept_mask(res, max_grad, chain)]
 
 
 def bandit_steps(res, steps: int) -> dict | None:
@@ -299,8 +303,9 @@ def main(argv=None) -> int:
                     row["stuck_zero"] = True
                 if tuple(args.eps_bounds) != (0.01, 0.61) and method.startswith("ahmc"):
                     row["eps_bounds"] = list(args.eps_bounds)
-                if chain == 0 and bandit_steps(res, budget["steps"]) is not None:
-                    row["bandit"] = bandit_steps(res, budget["steps"])
+                bandit = bandit_steps(res, budget["steps"]) if chain == 0 else None
+                if bandit is not None:
+                    row["bandit"] = bandit
                 if method == "ahmc_cv" and figures is not None:
                     curve = error_curve(cv, draws, valid, yv)
                     row["curve"] = curve

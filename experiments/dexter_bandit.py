@@ -5,8 +5,10 @@
     python experiments/dexter_bandit.py RUN/dexter.json [RUN2/dexter.json ...]
 
 Per run: its super-transitions; those with a divergence (the reward scores them 0); those that
-were stuck without one (every chain's acceptance probabilities summed to under 1/2, so the
-weights stayed put) and the rewards these got; the share of the budget the two took; the
+were stuck without one (the record holds each super-transition's mean acceptance over its
+transitions and chains: stuck when that mean times their number is under 1/2, so that no
+chain's weights can have moved in expectation; with one chain, `bnn.cv`'s `stuck_zero` rule)
+and the rewards these got; the share of the budget the two took; the
 settings' spread; and the run's scores.
 """
 
@@ -26,7 +28,7 @@ def summarise(row: dict, steps: int) -> dict:
     div = np.asarray([0 if d is None else d for d in b["divergent"]])
     reward = np.asarray(b["reward"], float)
     chains = row.get("chains", 1)
-    stuck = (acc * n * chains < 0.5) & (div == 0)  # every chain: a mean, so a bound only
+    stuck = (acc * n * chains < 0.5) & (div == 0)
     moving = ~stuck & (div == 0)
     return {"method": row["method"], "seed": row["seed"], "chain": row.get("chain", 0),
             "stuck_zero": bool(row.get("stuck_zero", False)),

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bomcmc  # noqa: E402
 from bomcmc.bnn.samplers import neal_sampler  # noqa: E402
-from dexter import BUDGETS, build, data  # noqa: E402
+from dexter import BUDGETS, build, chain_draws, data  # noqa: E402
 
 SETTINGS = ((0.02, 100), (0.05, 200), (0.1, 500), (0.2, 500), (0.3, 100), (0.1, 20))
 
@@ -42,11 +42,8 @@ def neal_run(cv, post, eta: float, L: int, draws: int, seed: int):
     res = bomcmc.sample(posterior=post, sampler=neal_sampler(cv), chains=1, draws=draws,
                         warmup=0, adapt=None, step_size=eta, steps=L, seed=seed,
                         progress=False, checks=False)
-    p = res.idata.posterior
-    flat = np.concatenate([np.asarray(p[v].values[0]).reshape(p.sizes["draw"], -1)
-                           for v in p.data_vars], axis=1)
     ss = res.idata.sample_stats
-    return flat, np.asarray(ss["diverging"].values[0]), np.asarray(
+    return chain_draws(res), np.asarray(ss["diverging"].values[0]), np.asarray(
         ss["acceptance_rate"].values[0])
 
 
