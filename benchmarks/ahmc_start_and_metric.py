@@ -5,7 +5,9 @@ posterior's covariance (docs/tuning.md, "The metric on small scales and from sta
     python benchmarks/ahmc_start_and_metric.py metric POSTERIOR --seed 0 --chains 16
 
 `start`: per posterior and seed, the worst chain's −log π above the best chain's after
-`kernels.ahmc.find_mode_counted` from the harness's starts, and the mean evaluations per chain.
+`kernels.ahmc.find_mode_counted` from the harness's starts, the mean evaluations per chain, and
+how the gradient's norm at the point reached compares with the start's (at a mode it vanishes;
+down the neck of an unbounded density it grows).
 `metric`: one `ahmc` run (1000 warm-up + 2000 draws, float64), then, for each distinct metric
 the chunks record (the Laplace start, then each window's), κ(M Σ) with Σ the covariance of
 the sampling draws (1: the metric is the covariance up to scale); and min bulk ESS per 1000
@@ -35,8 +37,12 @@ def start(names, seeds, chains):
             x0 = flat.init_flat(jax.random.fold_in(jax.random.PRNGKey(seed), 0), chains)
             x, n = jax.vmap(lambda x: find_mode_counted(x, f))(x0)
             u = -np.asarray(jax.vmap(f)(x))
+            g0, g = (np.linalg.norm(np.asarray(jax.vmap(jax.grad(f))(p)), axis=1)
+                     for p in (x0, x))
             print(f"{name} seed {seed}: worst chain {u.max() - u.min():.3g} above the best, "
-                  f"{np.mean(np.asarray(n)):.1f} evaluations per chain", flush=True)
+                  f"{np.mean(np.asarray(n)):.1f} evaluations per chain; |∇U| at the end over "
+                  f"at the start: median {np.median(g / g0):.3g}, max {np.max(g / g0):.3g}, "
+                  f"above 1 in {int(np.sum(g > g0))} of {chains} chains", flush=True)
 
 
 def metric(name, seed, chains):

@@ -20,6 +20,17 @@ end (compilation included); acceptance; and agreement with a long NUTS reference
 the share of cells with |z| > 4, and the share whose sd is more than 10 % from the reference's.
 The plots are Fig. 3 (ESS per gradient, adaptive against its baseline) and Fig. 4 (the true
 field and the counts beside the posterior mean and variance fields of ahmc and NUTS).
+
+With σ² and μ sampled too (the paper's Fig. 4 samples its hyperparameters; β stays fixed,
+models/log_gaussian_cox.py):
+
+    python experiments/lgcp.py --hyper centred --side 32 --chains 4 --warmup 1000 \
+        --draws 2000 --ref-draws 5000 --samplers nuts,ahmc --out OUT.json --plots DIR
+
+`--hyper centred` samples `lgcp-hyper-N` (the field centred, as the paper samples x) and
+`--hyper nc` the non-centred `lgcp-hyper-nc-N`; the reference is Stan's NUTS on the
+non-centred one (seed 1000). Each row adds σ² and μ: mean, sd, |z| against the reference,
+bulk ESS and R-hat.
 """
 
 from __future__ import annotations
@@ -43,10 +54,24 @@ SETTINGS = {
     "nuts": dict(),
     "rmhmc": dict(step_size=0.1, steps=30, random_steps=True),
     "armhmc": dict(eps_bounds=(0.01, 1.0), steps_bounds=(1, 60)),
+    # ahmc's bandit and box from the dispersed starts, without its L-BFGS start (which runs
+    # down the funnel of the centred posterior with σ² sampled: docs/rmhmc.md)
+    "ahmc_dispersed": dict(eps_bounds=(0.001, 0.1), steps_bounds=(1, 500)),
 }
 FIELD = ("x",)
+HYPER = ("sigma2", "mu")
 PAIRS = (("ahmc", "nuts"), ("armhmc", "rmhmc"))  # Fig. 3: adaptive against baseline
 REF_DEPTH = 5  # the reference NUTS's maximum tree depth (run_reference)
+
+
+def how(sampler: str, warmup: int) -> dict:
+    """`bomcmc.sample`'s sampler and options for a row of SETTINGS."""
+    if sampler == "ahmc_dispersed":
+        from bomcmc.tuning.ahmc_tuner import AHMCTuner
+
+        return dict(sampler="hmc", random_steps=True,
+                    tuner=AHMCTuner(warmup=warmup, **SETTINGS[sampler]))
+    return dict(sampler=sampler, **SETTINGS[sampler])
 
 
 def plot_fields(true_x, counts, fields: dict, path: Path) -> None:
@@ -116,7 +141,7 @@ def table(results: dict) -> str:
     """Bulk ESS of the field, min / median / max, per 1000 gradients (sampling; with the
     warm-up's) and per second (sampling; end to end), and agreement with the reference."""
     rows = ["| sampler | ESS/1000 grad min / med / max | with warm-up min / med | "
-            "ESS/s min (sampling; end to end) | max |z| | cells with sd off > 10 % |",
+            "ESS/s min (sampling; end to end) | max \\|z\\| | cells with sd off > 10 % |",
             "|---|---|---|---|---|---|"]
     for r in results["runs"]:
         rows.append(
@@ -125,6 +150,16 @@ def table(results: dict) -> str:
             + f" | {1e3 * r['per_grad_all_min']:.3g} / {1e3 * r['per_grad_all_median']:.3g} | "
             f"{r['per_s_min']:.3g}; {r['per_s_total_min']:.3g} | {r['max_abs_z']:.2f} | "
             f"{100 * r['share_sd_off_10pct']:.1f} % |")
+    hyper = [r for r in results["runs"] if HYPER[0] in r]
+    if hyper:
+        rows += ["", "| sampler | " + " | ".join(f"{h}: mean ± sd (reference) | {h}: \\|z\\|, "
+                                                 f"bulk ESS, R-hat" for h in HYPER) + " |",
+                 "|---|" + "---|---|" * len(HYPER)]
+        for r in hyper:
+            rows.append(f"| {r['sampler']} (seed {r['seed']}) | " + " | ".join(
+                f"{r[h]['mean']:.3f} ± {r[h]['sd']:.3f} ({r[h]['ref_mean']:.3f} ± "
+                f"{r[h]['ref_sd']:.3f}) | {r[h]['z']:.2f}, {r[h]['ess_bulk']:.0f}, "
+                f"{r[h]['rhat']:.3f}" for h in HYPER) + " |")
     return "\n".join(rows)
 
 
@@ -139,6 +174,8 @@ def run_reference(args, post):
     which the other chains wait for when vmapped (docs/rmhmc.md)."""
     chains = args.ref_chains or args.chains
     t0 = time.time()
+    if args.hyper != "none":
+        return run_hyper_reference(args, chains, t0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = Path(args.ref_dir) if args.ref_dir else None
@@ -160,6 +197,36 @@ def run_reference(args, post):
                  f"{time.time() - t0:.0f} s")
 
 
+def run_hyper_reference(args, chains: int, t0: float):
+    """The reference with σ² and μ sampled: Stan's NUTS on the non-centred posterior, which
+    does not have the centred one's funnel between σ² and the field."""
+    post = models.get(f"lgcp-hyper-nc-{args.side}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bomcmc.sample(posterior=post, sampler="nuts", chains=chains, warmup=args.warmup,
+                            draws=args.ref_draws, seed=1000, float64=True, progress=False)
+    rhat = az.rhat(res.idata, var_names=list(FIELD + HYPER))
+    worst = max(float(np.max(rhat[v])) for v in FIELD + HYPER)
+    return res, (f"NUTS on lgcp-hyper-nc-{args.side}, {chains} × {args.ref_draws} draws "
+                 f"after {args.warmup} warm-up, seed 1000, max R-hat {worst:.3f}, "
+                 f"{time.time() - t0:.0f} s")
+
+
+def hyper_figures(res, m: dict, ref: dict, d: int) -> dict:
+    """σ² and μ of a run: mean, sd, |z| of the mean against the reference (moments of the
+    field's d cells, then σ², then μ), bulk ESS and R-hat."""
+    out = {}
+    for k, name in enumerate(HYPER, start=d):
+        draws = np.asarray(res.idata.posterior[name])
+        out[name] = {"mean": float(m["mean"][k]), "sd": float(np.sqrt(m["var"][k])),
+                     "ref_mean": float(ref["mean"][k]), "ref_sd": float(np.sqrt(ref["var"][k])),
+                     "z": float(abs(m["mean"][k] - ref["mean"][k])
+                                / np.hypot(m["mcse"][k], ref["mcse"][k])),
+                     "ess_bulk": float(az.ess(draws, method="bulk")),
+                     "rhat": float(az.rhat(draws))}
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--side", type=int, default=64)
@@ -176,6 +243,8 @@ def main(argv=None) -> int:
                          "written after the reference run, so a long reference runs once")
     ap.add_argument("--ref-dir", default=None,
                     help="a run directory for the reference's draws (continued if unfinished)")
+    ap.add_argument("--hyper", choices=("none", "centred", "nc"), default="none",
+                    help="sample σ² and μ too, the field centred or non-centred")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plots", default=None)
@@ -185,13 +254,16 @@ def main(argv=None) -> int:
     if args.table:
         print(table(read_results(args.out)))
         return 0
-    post = models.get(f"lgcp-{args.side}")
+    family = {"none": "lgcp", "centred": "lgcp-hyper", "nc": "lgcp-hyper-nc"}[args.hyper]
+    post = models.get(f"{family}-{args.side}")
+    names = FIELD if args.hyper == "none" else FIELD + HYPER
+    d = args.side**2
     t0 = time.time()
     run = dict(posterior=post, chains=args.chains, float64=True, progress=False)
     samplers = args.samplers.split(",")
     ref = reference = None
     if args.ref_draws:
-        ref, reference = reference_moments(args.ref_file, {"x": FIELD},
+        ref, reference = reference_moments(args.ref_file, {"x": names},
                                            lambda: run_reference(args, post))
         reference = reference["x"]
     elif "nuts" in samplers:  # the first NUTS run is the reference of the others
@@ -204,15 +276,17 @@ def main(argv=None) -> int:
         for seed in map(int, args.seeds.split(",")):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                res = bomcmc.sample(sampler=sampler, warmup=args.warmup, draws=args.draws,
-                                    seed=seed, **run, **SETTINGS[sampler])
-            m = moments(res, FIELD)
+                res = bomcmc.sample(warmup=args.warmup, draws=args.draws, seed=seed, **run,
+                                    **how(sampler, args.warmup))
+            m = moments(res, names)
             if ref is None:
                 ref, reference = m, ess_figures(res, FIELD)
+            field_m, field_ref = ({k: v[:d] for k, v in x.items()} for x in (m, ref))
             if seed == int(args.seeds.split(",")[0]):
-                fields[sampler] = m
+                fields[sampler] = field_m
             row = {"sampler": sampler, "seed": seed, **ess_figures(res, FIELD),
-                   **agreement(m, ref),
+                   **agreement(field_m, field_ref),
+                   **({} if args.hyper == "none" else hyper_figures(res, m, ref, d)),
                    "warnings": [str(w.message).split(":")[0] for w in caught
                                 if issubclass(w.category, bomcmc.SamplingWarning)]}
             runs.append(row)
@@ -222,12 +296,17 @@ def main(argv=None) -> int:
             print(f"{sampler} seed {seed}: min ESS/grad {row['per_grad_min']:.2e} (with "
                   f"warm-up {row['per_grad_all_min']:.2e}), min ESS/s {row['per_s_min']:.2f}, "
                   f"max |z| {row['max_abs_z']:.2f}, sd off >10 % "
-                  f"{row['share_sd_off_10pct']:.3f}, {time.time() - t0:.0f} s", flush=True)
+                  f"{row['share_sd_off_10pct']:.3f}, {time.time() - t0:.0f} s"
+                  + "".join(f"; {h} {row[h]['mean']:.3f} ± sd {row[h]['sd']:.3f} (ref "
+                            f"{row[h]['ref_mean']:.3f} ± {row[h]['ref_sd']:.3f}), ESS "
+                            f"{row[h]['ess_bulk']:.0f}, R-hat {row[h]['rhat']:.3f}"
+                            for h in HYPER if h in row), flush=True)
     write_results(args.out, results, complete=True)
     if args.plots:
         out = Path(args.plots)
         out.mkdir(parents=True, exist_ok=True)
-        shown = {k: fields[k] for k in ("ahmc", "nuts", "armhmc") if k in fields}
+        shown = {k: fields[k] for k in ("ahmc", "ahmc_dispersed", "nuts", "armhmc")
+                 if k in fields}
         plot_fields(post.facts.true_x, post.facts.counts, shown, out / "fields.png")
         plot_scatter(runs, out / "ess_scatter.png")
     return 0

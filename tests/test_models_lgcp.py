@@ -93,3 +93,85 @@ def test_the_family_and_its_limits():
     assert models.get("lgcp-3").facts.n == 3
     with pytest.raises(BomcmcError, match="between 2 and"):
         models.get("lgcp-500")
+
+
+def _hyper_point(rng, post, key="v"):
+    d = post.facts.n**2
+    s, mu = rng.normal(0.5, 0.5), rng.normal(3.0, 1.0)
+    u = rng.normal(size=d) * (np.sqrt(np.exp(s) * post.facts.eigenvalues / lgcp.SIGMA2)
+                              if key == "v" else 1.0)
+    return {"log_sigma2": jnp.asarray(s), "mu": jnp.asarray(mu), key: jnp.asarray(u)}
+
+
+def test_hyper_log_density_matches_a_direct_computation_up_to_a_constant():
+    """lgcp-hyper-N: the field with σ² ~ Gamma(2, scale 1/2) (sampled as log σ², with its
+    Jacobian) and μ ~ N(0, 10²), against SciPy in (x, log σ², μ); v → x is a rotation and a
+    shift, so the two densities differ by a constant only."""
+    post = lgcp.log_gaussian_cox_hyper(5)
+    Q, y, k = post.facts.eigenvectors, post.facts.counts.ravel(), lgcp.covariance(5, 1.0)
+    rng = np.random.default_rng(2)
+    diffs = []
+    for _ in range(4):
+        p = _hyper_point(rng, post)
+        s, mu = float(p["log_sigma2"]), float(p["mu"])
+        x = mu + Q @ np.asarray(p["v"])
+        direct = (stats.multivariate_normal.logpdf(x, np.full(25, mu), np.exp(s) * k)
+                  + stats.poisson.logpmf(y, np.exp(x) / 25).sum()
+                  + stats.gamma.logpdf(np.exp(s), 2.0, scale=0.5) + s
+                  + stats.norm.logpdf(mu, 0.0, lgcp.MU_PRIOR_SD))
+        diffs.append(float(post.logdensity_fn(p)) - direct)
+        drawn = post.constrain(p)
+        np.testing.assert_allclose(np.asarray(drawn["x"]).ravel(), x, rtol=1e-12)
+        assert float(drawn["sigma2"]) == pytest.approx(np.exp(s), rel=1e-12)
+    assert np.ptp(diffs) < 1e-8, diffs
+
+
+def test_the_non_centred_hyper_posterior_is_the_same_posterior():
+    """z = v / (σ√Λ): the log densities differ by the Jacobian log|∂v/∂z| = (D/2) log σ² +
+    const, and both report the same x, σ² and μ."""
+    c, nc = lgcp.log_gaussian_cox_hyper(4), lgcp.log_gaussian_cox_hyper(4, centred=False)
+    assert nc.name == "lgcp-hyper-nc-4" and models.get("lgcp-hyper-nc-4").name == nc.name
+    lam = c.facts.eigenvalues / lgcp.SIGMA2
+    rng = np.random.default_rng(3)
+    diffs = []
+    for _ in range(4):
+        p = _hyper_point(rng, nc, key="z")
+        s = p["log_sigma2"]
+        v = jnp.exp(0.5 * s) * jnp.sqrt(lam) * p["z"]
+        q = {"log_sigma2": s, "mu": p["mu"], "v": v}
+        diffs.append(float(nc.logdensity_fn(p) - c.logdensity_fn(q)) - 8.0 * float(s))
+        for name in ("x", "sigma2", "mu"):
+            np.testing.assert_allclose(np.asarray(nc.constrain(p)[name]),
+                                       np.asarray(c.constrain(q)[name]), rtol=1e-12)
+    assert np.ptp(diffs) < 1e-9, diffs
+
+
+@pytest.mark.parametrize("centred", [True, False])
+def test_hyper_gradient_matches_finite_differences(centred):
+    post = lgcp.log_gaussian_cox_hyper(4, centred=centred)
+    key = "v" if centred else "z"
+    p = _hyper_point(np.random.default_rng(4), post, key)
+    grad = jax.grad(post.logdensity_fn)(p)
+    h = 1e-6
+    for name, k in (("log_sigma2", None), ("mu", None), (key, 0), (key, 15)):
+        e = jnp.zeros_like(p[name]) + h if k is None else jnp.zeros(16).at[k].set(h)
+        hi, lo = dict(p, **{name: p[name] + e}), dict(p, **{name: p[name] - e})
+        fd = (post.logdensity_fn(hi) - post.logdensity_fn(lo)) / (2 * h)
+        got = grad[name] if k is None else grad[name][k]
+        assert float(got) == pytest.approx(float(fd), rel=1e-5, abs=1e-6), (name, k)
+
+
+def test_the_hyper_metric_follows_the_flat_order():
+    """The constant metric is a flat vector in ravel order (log_sigma2, mu, then the field),
+    positive; for the centred field it is Girolami & Calderhead's at the simulation's σ²."""
+    from jax.flatten_util import ravel_pytree
+
+    post = lgcp.log_gaussian_cox_hyper(5)
+    flat, unravel = ravel_pytree(jax.tree.map(jnp.asarray, post.init_position))
+    assert flat.shape == post.metric_fn.shape == (27,)
+    tagged = unravel(jnp.arange(27.0))
+    assert float(tagged["log_sigma2"]) == 0 and float(tagged["mu"]) == 1
+    assert post.metric_fn[0] == pytest.approx(25 / 2 + 2 * lgcp.SIGMA2)
+    np.testing.assert_allclose(post.metric_fn[2:],
+                               lgcp.log_gaussian_cox(5).metric_fn, rtol=1e-10)
+    assert np.all(post.metric_fn > 0)

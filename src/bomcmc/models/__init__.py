@@ -34,6 +34,16 @@ def _lgcp(n: int = 64) -> Posterior:
     return log_gaussian_cox(n)
 
 
+def _lgcp_hyper(n: int = 64, centred: bool = True) -> Posterior:
+    from .log_gaussian_cox import log_gaussian_cox_hyper
+
+    return log_gaussian_cox_hyper(n, centred)
+
+
+def _lgcp_hyper_nc(n: int = 64) -> Posterior:
+    return _lgcp_hyper(n, centred=False)
+
+
 def _spin_posterior(builder, *args) -> Posterior:
     from . import spins
 
@@ -47,6 +57,8 @@ _FAMILIES: list[tuple[str, Callable[..., Posterior]]] = [
     (r"spinglass-([1-9]\d*)x\1x\1", partial(_spin_posterior, "spin_glass")),
     (r"rbm-digits-([1-9]\d*)", partial(_spin_posterior, "rbm_digits")),
     (r"lgcp-([1-9]\d*)", _lgcp),
+    (r"lgcp-hyper-([1-9]\d*)", _lgcp_hyper),
+    (r"lgcp-hyper-nc-([1-9]\d*)", _lgcp_hyper_nc),
     (r"logistic-synthetic-([1-9]\d*)", logistic.synthetic),
 ]
 
@@ -118,6 +130,10 @@ register("sv-2000", _sv, "stochastic volatility, T = 2000 (Girolami & Calderhead
          "simulated returns): latent path and (log β, log σ, atanh φ), 2003 dimensions")
 register("lgcp-64", _lgcp, "log-Gaussian Cox process, 64 × 64 grid (Girolami & Calderhead's "
          "simulated counts): the latent field, 4096 dimensions (any N ≤ 80: lgcp-N)")
+register("lgcp-hyper-64", _lgcp_hyper, "the same with σ² and μ sampled (β fixed), 4098 "
+         "dimensions (any N ≤ 80: lgcp-hyper-N)")
+register("lgcp-hyper-nc-64", _lgcp_hyper_nc, "the same posterior, the field non-centred "
+         "(whitened by σ√Λ), 4098 dimensions (any N ≤ 80: lgcp-hyper-nc-N)")
 register("ising-60x60", partial(_spin_posterior, "ising_grid", 60),
          "Ising ferromagnet, periodic 60 × 60, β = 1/2.27, zero magnetisation (any L: ising-LxL)")
 register("spinglass-9x9x9", partial(_spin_posterior, "spin_glass", 9),

@@ -39,6 +39,7 @@ BETA = 1.0 / 33.0
 MEAN = float(np.log(126.0) - SIGMA2 / 2.0)
 DATA_SIDE = 64  # the side of Girolami & Calderhead's data set
 MAX_SIDE = 80  # Σ is diagonalised densely: O(N⁶) time, N⁴ numbers
+MU_PRIOR_SD = 10.0  # the paper samples μ and states no prior; this one is weak (μ ≈ 3.9)
 
 
 class LGCPFacts(NamedTuple):
@@ -79,15 +80,29 @@ def simulate(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return counts.reshape(n, n).astype(float), x.reshape(n, n)
 
 
+def _data(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, true x): Girolami & Calderhead's for n = 64, a draw from the model (seed n)
+    otherwise."""
+    if not 2 <= n <= MAX_SIDE:
+        raise BomcmcError(f"lgcp-{n}: the grid's side must be between 2 and {MAX_SIDE} (the "
+                          f"prior is diagonalised as a dense (N², N²) matrix)")
+    return lgcp_data() if n == DATA_SIDE else simulate(n, seed=n)
+
+
+def _counts_loglik(x, counts: np.ndarray):
+    """log Poisson(y_a | m e^{x_a}) per cell, (n, n), for the field x (n²,)."""
+    n = counts.shape[0]
+    rate = jnp.exp(x) / n**2
+    y = jnp.asarray(counts.ravel(), x.dtype)
+    return (y * jnp.log(rate) - rate - jax.scipy.special.gammaln(y + 1.0)).reshape(n, n)
+
+
 def log_gaussian_cox(n: int = DATA_SIDE) -> Posterior:
     """The posterior of the latent field on an n × n grid: Girolami & Calderhead's data for
     n = 64, a draw from the model (seed n) otherwise. Sampled: `v` (n²,), the field in the
     prior's eigenbasis; reported: `x` (n, n)."""
     n = int(n)
-    if not 2 <= n <= MAX_SIDE:
-        raise BomcmcError(f"lgcp-{n}: the grid's side must be between 2 and {MAX_SIDE} (the "
-                          f"prior is diagonalised as a dense (N², N²) matrix)")
-    counts, true_x = lgcp_data() if n == DATA_SIDE else simulate(n, seed=n)
+    counts, true_x = _data(n)
     lam, Q = np.linalg.eigh(covariance(n))
     lam = np.maximum(lam, lam.max() * 1e-14)  # Σ is positive definite; guard the rounding
     shift = fisher_shift(n)
@@ -112,11 +127,7 @@ def log_gaussian_cox(n: int = DATA_SIDE) -> Posterior:
         return {"x": field(params["v"]).reshape(n, n)}
 
     def log_likelihood(params):
-        x = field(params["v"])
-        rate = m * jnp.exp(x)
-        yj = jnp.asarray(y, x.dtype)
-        ll = yj * jnp.log(rate) - rate - jax.scipy.special.gammaln(yj + 1.0)
-        return {"y": ll.reshape(n, n)}
+        return {"y": _counts_loglik(field(params["v"]), counts)}
 
     return Posterior(
         logdensity_fn=logdensity,
@@ -131,4 +142,83 @@ def log_gaussian_cox(n: int = DATA_SIDE) -> Posterior:
         metric_fn=metric,
         facts=LGCPFacts(n=n, true_x=true_x, counts=counts, eigenvalues=lam, eigenvectors=Q,
                         fisher_shift=shift),
+    )
+
+
+def log_gaussian_cox_hyper(n: int = DATA_SIDE, centred: bool = True) -> Posterior:
+    """The joint posterior of the field, σ² and μ on an n × n grid, with β fixed at 1/33 (the
+    data as in `log_gaussian_cox`). Wang, Mohamed & de Freitas (2013) sample the field with
+    its hyperparameters; β is held here because every move of β changes Σ's eigenvectors, an
+    O(N⁶) factorisation (docs/rmhmc.md). With K = Σ/σ² = Q Λ Qᵀ:
+
+        v | σ² ~ N(0, σ² Λ),  x = μ1 + Qv,
+        σ² ~ Gamma(shape 2, scale 1/2) (Girolami & Calderhead's prior), sampled as log σ²,
+        μ ~ N(0, MU_PRIOR_SD²).
+
+    `centred=True` samples v, as the paper samples x: the field's scale moves with σ, a funnel
+    when the counts say little about σ². `centred=False` samples z = v / (σ √Λ) instead, which
+    is N(0, I) a priori whatever σ² (Papaspiliopoulos, Roberts & Sköld 2007); the posterior is
+    the same, and `constrain` reports the same x, σ² and μ from either.
+
+    The constant metric is Girolami & Calderhead's for v at the simulation's σ² (for z: the
+    same, times σ²Λ), the expected information D/2 of log σ² plus its prior's, and D m e^{μ+σ²}
+    for μ; any constant metric leaves RMHMC exact."""
+    n = int(n)
+    counts, true_x = _data(n)
+    lam, Q = np.linalg.eigh(covariance(n, sigma2=1.0))
+    lam = np.maximum(lam, lam.max() * 1e-14)
+    d = n * n
+    shift = fisher_shift(n)
+    metric = {"log_sigma2": d / 2.0 + 2.0 * SIGMA2, "mu": d * shift + MU_PRIOR_SD**-2,
+              "v": 1.0 / (SIGMA2 * lam) + shift}
+    if not centred:
+        metric["v"] = metric["v"] * SIGMA2 * lam
+    y = counts.ravel()
+    key = "v" if centred else "z"
+
+    def eigen_field(params):  # v = Qᵀ(x − μ1), from the sampled block
+        u = params[key]
+        if centred:
+            return u
+        return jnp.exp(0.5 * params["log_sigma2"]) * jnp.sqrt(jnp.asarray(lam, u.dtype)) * u
+
+    def field(params):
+        v = eigen_field(params)
+        return params["mu"] + jnp.asarray(Q, v.dtype) @ v
+
+    def logdensity(params):
+        u, s, mu = params[key], params["log_sigma2"], params["mu"]
+        x = field(params)
+        if centred:
+            prior_u = -0.5 * jnp.exp(-s) * jnp.sum(u**2 / jnp.asarray(lam, u.dtype)) - 0.5 * d * s
+        else:
+            prior_u = -0.5 * jnp.sum(u**2)
+        prior_s = 2.0 * s - 2.0 * jnp.exp(s)  # Gamma(2, 1/2) on e^s, with the Jacobian e^s
+        prior_mu = -0.5 * (mu / MU_PRIOR_SD) ** 2
+        return (jnp.dot(jnp.asarray(y, u.dtype), x) - jnp.sum(jnp.exp(x)) / d
+                + prior_u + prior_s + prior_mu)
+
+    def initializer(key_):  # Stan's U(−2, 2), the field's in the metric's units
+        u = jax.random.uniform(key_, (d + 2,), minval=-2.0, maxval=2.0)
+        return {"log_sigma2": u[0], "mu": u[1],
+                key: u[2:] / jnp.sqrt(jnp.asarray(metric["v"], u.dtype))}
+
+    def constrain(params):
+        return {"x": field(params).reshape(n, n), "sigma2": jnp.exp(params["log_sigma2"]),
+                "mu": params["mu"]}
+
+    return Posterior(
+        logdensity_fn=logdensity,
+        init_position={"log_sigma2": 0.0, "mu": 0.0, key: np.zeros(d)},  # σ² at its prior mean
+        name=f"lgcp-hyper-{n}" if centred else f"lgcp-hyper-nc-{n}",
+        initializer=initializer,
+        description=f"log-Gaussian Cox process on a {n} × {n} grid, the latent field with σ² "
+                    f"and μ ({d + 2} dimensions; β fixed; "
+                    f"{'centred' if centred else 'non-centred'})",
+        constrain=constrain,
+        log_likelihood_fn=lambda params: {"y": _counts_loglik(field(params), counts)},
+        observed_data={"y": counts},
+        metric_fn=np.concatenate([[metric["log_sigma2"]], [metric["mu"]], metric["v"]]),
+        facts=LGCPFacts(n=n, true_x=true_x, counts=counts, eigenvalues=SIGMA2 * lam,
+                        eigenvectors=Q, fisher_shift=shift),
     )
