@@ -3,6 +3,7 @@ posterior's covariance (docs/tuning.md, "The metric on small scales and from sta
 
     python benchmarks/ahmc_start_and_metric.py start POSTERIOR [...] --seeds 0,1 --chains 16
     python benchmarks/ahmc_start_and_metric.py metric POSTERIOR --seed 0 --chains 16
+    python benchmarks/ahmc_start_and_metric.py pathfinder POSTERIOR --seed 0 --chains 3
 
 `start`: per posterior and seed, the worst chain's −log π above the best chain's after
 `kernels.ahmc.find_mode_counted` from the harness's starts, the mean evaluations per chain, and
@@ -45,6 +46,34 @@ def start(names, seeds, chains):
                   f"above 1 in {int(np.sum(g > g0))} of {chains} chains", flush=True)
 
 
+def pathfinder(names, seed, chains):
+    """Per chain, where L-BFGS (`find_mode_counted`) and BlackJAX's Pathfinder (its iterate
+    with the best ELBO; Zhang et al. 2022) go from the harness's starts: −log π at the start,
+    at each end, and the scalar variables (a scale's logarithm shows a funnel's neck)."""
+    import bomcmc
+    from blackjax.vi import pathfinder as pf
+    from bomcmc.kernels.ahmc import find_mode_counted
+    from bomcmc.posterior import flatten
+
+    for name in names:
+        flat = flatten(bomcmc.models.get(name))
+        f = flat.logdensity_fn
+        x0 = flat.init_flat(jax.random.fold_in(jax.random.PRNGKey(seed), 0), chains)
+        lbfgs = jax.jit(lambda x: find_mode_counted(x, f)[0])
+        path = jax.jit(lambda k, x: pf.approximate(k, f, x, num_samples=50, maxiter=100,
+                                                    maxls=20)[0].position)
+        for i in range(chains):
+            ends = {"start": x0[i], "L-BFGS": lbfgs(x0[i]),
+                    "Pathfinder": path(jax.random.PRNGKey(i), x0[i])}
+            parts = []
+            for where, x in ends.items():
+                tree = flat.unravel(x)
+                scalars = {k: float(v) for k, v in tree.items() if np.ndim(v) == 0}
+                parts.append(f"{where}: −log π {-float(f(x)):.4g} "
+                             + " ".join(f"{k} {v:.3g}" for k, v in scalars.items()))
+            print(f"{name} chain {i}: " + "; ".join(parts), flush=True)
+
+
 def metric(name, seed, chains):
     import arviz as az
 
@@ -75,7 +104,7 @@ def metric(name, seed, chains):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("start", "metric"))
+    ap.add_argument("what", choices=("start", "pathfinder", "metric"))
     ap.add_argument("posteriors", nargs="+")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--seed", type=int, default=0)
@@ -84,6 +113,8 @@ def main(argv=None) -> int:
     jax.config.update("jax_enable_x64", True)
     if a.what == "start":
         start(a.posteriors, [int(s) for s in a.seeds.split(",")], a.chains)
+    elif a.what == "pathfinder":
+        pathfinder(a.posteriors, a.seed, a.chains)
     else:
         for name in a.posteriors:
             metric(name, a.seed, a.chains)

@@ -437,3 +437,36 @@ def test_the_issues_commands_name_the_flag_and_those_the_sampler_takes(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("bomcmc: error: sampler 'ahmc' does not take --dense-mass (it "
                           "takes: --step-size, --steps,"), err
+
+
+# ---------------------------------------------------------------------------------------
+# Advice that would change nothing is not given
+# ---------------------------------------------------------------------------------------
+def test_no_advice_repeats_the_runs_own_setting():
+    """A dense metric is advised for low E-BFMI, unless the run had one already: given
+    (NUTS's dense_mass=True) or learned (the bandit's mass="auto", which went dense)."""
+    ebfmi = partial(advice.advise, "ebfmi")
+    assert "dense_mass=True" in ebfmi(advice.Context(sampler="nuts"))
+    assert "dense_mass" not in ebfmi(advice.Context(sampler="nuts",
+                                                     options={"dense_mass": True}))
+    bandit = dict(sampler="ahmc", tunes_itself=True)
+    assert "mass='dense'" in ebfmi(advice.Context(**bandit, metric="diag"))
+    assert "mass='dense'" not in ebfmi(advice.Context(**bandit, metric="dense"))
+
+
+def test_the_run_records_the_metric_its_tuner_learned(compilation_cache):
+    """`mass="auto"` on a correlation of 0.99 learns a dense metric; the run's attrs say so,
+    and the advice's context reads it (the E-BFMI advice then names no dense metric)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bomcmc.sample(posterior="gauss-2d-corr", sampler="ahmc", chains=2, warmup=200,
+                            draws=20, seed=0, progress=False)
+    attrs = res.idata.posterior.attrs
+    assert attrs["metric"] == "dense"
+    ctx = advice.from_run(attrs, res.idata.sample_stats)
+    assert ctx.metric == "dense" and "mass='dense'" not in advice.advise("ebfmi", ctx)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nuts = bomcmc.sample(posterior="gauss-iid-2", sampler="nuts", chains=2, warmup=20,
+                             draws=10, seed=0, progress=False)
+    assert nuts.idata.posterior.attrs["metric"] == ""  # no tuner learned one

@@ -48,6 +48,7 @@ class Context(NamedTuple):
         tunes_itself: whether a tuner picks the step size (the bandit's box is the knob).
         family: "continuous", "rmhmc", "spins" or "network".
         step_size: the mean step size of the draws (sample_stats), where recorded.
+        metric: the metric a tuner learned ("dense", "diag"), where recorded; else "".
         takes: options -> whether the interface accepts them given with the run's own (a
             sampler switch is the key "sampler"); None: the option schemas decide.
     """
@@ -60,6 +61,7 @@ class Context(NamedTuple):
     tunes_itself: bool = False
     family: str = "continuous"
     step_size: float | None = None
+    metric: str = ""
     takes: Callable[[dict], bool] | None = None
 
     def accepts(self, remedy: dict) -> bool:
@@ -102,7 +104,8 @@ def from_run(attrs, sample_stats=None, interface: str = PYTHON,
         # tuner_options None: the user gave tuner=, which replaced the default tuner
         tunes_itself=bool(own and own.tuner and spec.get("tuner_options") is not None),
         family=family_of(sampler, bool(int(attrs.get("gibbs_within_hmc", 0) or 0))),
-        step_size=mean_step(sample_stats), takes=takes)
+        step_size=mean_step(sample_stats), metric=str(attrs.get("metric", "") or ""),
+        takes=takes)
 
 
 def mean_step(ss) -> float | None:
@@ -323,6 +326,8 @@ def _more_fixed_point_steps(ctx: Context):
 
 
 def _dense(ctx: Context) -> list[tuple[str, dict]]:
+    if ctx.metric == "dense":  # `mass="auto"` went dense: the advice would change nothing
+        return []
     if ctx.tunes_itself or "mass" in ctx.options:
         return [("a dense metric learned in burn-in", {"mass": "dense"})]
     return [("a dense metric", {"dense_mass": True})]
@@ -385,8 +390,10 @@ def remedies(problem: str, ctx: Context, most: int = 2) -> list[tuple[str, dict]
     """The first `most` candidate remedies for `problem` the interface accepts."""
     out = []
     for candidates in _CANDIDATES[problem]:
-        for what, remedy in candidates(ctx):
-            if len(out) < most and ctx.accepts(remedy) and remedy not in [r for _, r in out]:
+        for what, remedy in candidates(ctx):  # none that only repeats what the run was given
+            as_run = all(k in ctx.options and ctx.options[k] == v for k, v in remedy.items())
+            if (len(out) < most and not as_run and ctx.accepts(remedy)
+                    and remedy not in [r for _, r in out]):
                 out.append((what, remedy))
     return out
 

@@ -73,6 +73,8 @@ def assemble(run: Run, store, wall_total: float):
         "inference_library_version": __version__,
         "sampler": spec.sampler,
         "gibbs_within_hmc": int(run.kernel.gibbs_within),  # read by the checks and plots
+        # the metric a tuner learned ("auto" resolved), read by the warnings' advice
+        "metric": str(getattr(run.tuner, "metric_kind", None) or ""),
         "posterior": spec.posterior,
         "posterior_name": flat.source.name,  # a user's own posterior is "custom" in spec
         "seed": spec.seed,
