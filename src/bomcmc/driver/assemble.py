@@ -66,6 +66,8 @@ def assemble(run: Run, store, wall_total: float):
         "shard_data": run.spec.shard_data,
     }
     totals["warmup"] = warmup_report(run, warm_iters)
+    if getattr(run, "start_note", ""):  # a kernel's start (AHMC's mode search): kept or not
+        totals["start"] = run.start_note
     if run.until is not None:  # a run until precise: its target, and where it stopped
         totals["until"] = run.until.report()
     attrs = {

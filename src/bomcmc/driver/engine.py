@@ -134,6 +134,7 @@ class Run:
                          else _chain_sharding(self.local.stop - self.local.start))
         self.compile_s = 0.0
         self.start_grads = 0
+        self.start_note = ""  # whether the kernel's start was kept (`_unless_steeper`)
         self.until = None  # the stopping rule of a run until precise (`until.Until`)
         self.until_reads = (None, 0.0)  # its `watch` and `burn_in` (`api.sample`)
 
@@ -147,10 +148,10 @@ class Run:
         kernel = self.kernel
 
         def one(x):
-            n = jnp.asarray(0, jnp.int32)
+            n, steeper = jnp.asarray(0, jnp.int32), jnp.asarray(False)
             if kernel.start is not None:  # e.g. AHMC's L-BFGS towards the mode
-                x, n = kernel.start(x, flat.logdensity_fn)
-            return kernel.init(x, flat.logdensity_fn), n
+                x, n, steeper = kernel.start(x, flat.logdensity_fn)
+            return kernel.init(x, flat.logdensity_fn), n, steeper
 
         # by identity: the log density (one per posterior, `flatten`), its data and the
         # kernel; never for sharded data
@@ -162,7 +163,7 @@ class Run:
         redraw = strategy == "uniform" and flat.source.chain_inits is None
         self.start_grads = 0  # gradient evaluations of the kernel's start, every attempt's
         for attempt in range(1, MAX_INIT_TRIES + 1):
-            states, n = init(starts)
+            states, n, steeper = init(starts)
             self.start_grads += int(np.sum(np.asarray(n)))
             # every process's chains decide whether to draw again, as in one process
             lp_bad, grad_bad, outside = self.gather((*_not_finite(states),
@@ -182,7 +183,26 @@ class Run:
                          "coordinate; give an init where it is finite and "
                          "init_strategy='init')") if redraw else ""
                 raise BomcmcError(what.format(where) + tried)
-        return states
+        return self._unless_steeper(states, steeper, starts, key)
+
+    def _unless_steeper(self, states, steeper, starts, key):
+        """The states the kernel's start reached, unless it ended steeper than it began on
+        any chain of any process: a density without a maximum there (a centred funnel's
+        neck), whose climb would strand every chain; then every chain starts from its own
+        point (docs/tuning.md, "The start on unbounded densities")."""
+        steeper = np.asarray(self.gather(steeper))
+        self.start_note = ("" if self.kernel.start is None else "kept" if not steeper.any()
+                           else f"dispersed: the mode search ended steeper than it began on "
+                                f"chain(s) {np.flatnonzero(steeper).tolist()}")
+        if not steeper.any():
+            return states
+        flat, kernel = self.flat, self.kernel
+        plain = PROGRAMS.get_or_build(
+            key and ("plain",) + key,
+            lambda: data_args.jit(vmap_in_blocks(
+                lambda x: kernel.init(x, flat.logdensity_fn), self.block), self.data),
+            (flat.logdensity_fn, self.data, kernel))
+        return plain(starts)
 
     def _outside(self, positions):
         """Which chains start outside the kernel's support (none without one): the points

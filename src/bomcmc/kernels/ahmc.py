@@ -32,8 +32,17 @@ def find_mode(position: jax.Array, logdensity_fn, iterations: int = MODE_ITERATI
 def find_mode_counted(position: jax.Array, logdensity_fn, iterations: int = MODE_ITERATIONS):
     """`find_mode`'s point and the gradient evaluations it spent: one for the first
     value_and_grad, one per line-search step (each is `jax.linearize` of the log density, the
-    accepted step's gradient a transpose of it), and two for the final comparison of U at
-    the start and the end (values only, counted as gradients to err on the side of cost)."""
+    accepted step's gradient a transpose of it), and two for the final comparison of U and
+    its gradient at the start and the end."""
+    return find_mode_checked(position, logdensity_fn, iterations)[:2]
+
+
+def find_mode_checked(position: jax.Array, logdensity_fn, iterations: int = MODE_ITERATIONS):
+    """`find_mode_counted`'s point and count, and whether the point is steeper than the start
+    (|∇U| larger). At a mode the gradient vanishes; a search that ends steeper has climbed a
+    density without a maximum, such as a centred funnel's neck, and the driver then starts
+    every chain from its own point instead (docs/tuning.md, "The start on unbounded
+    densities")."""
     import optax
 
     def neg(x):
@@ -65,16 +74,18 @@ def find_mode_counted(position: jax.Array, logdensity_fn, iterations: int = MODE
         return i + 1, optax.apply_updates(x, updates), state, n, u, stalled, uphill, best
 
     inf = jnp.asarray(jnp.inf, position.dtype)
-    _, x, _, n, _, _, _, (best_x, best_u, _) = jax.lax.while_loop(
+    _, x, _, n, _, _, _, (best_x, best_u, best_g) = jax.lax.while_loop(
         lambda c: (c[0] < iterations) & ~c[5], body,
         (jnp.asarray(0, jnp.int32), position, opt.init(position), jnp.asarray(1, jnp.int32),
          inf, jnp.asarray(False), jnp.asarray(False),
          (position, inf, jnp.zeros_like(position))))
-    u1 = neg(x)
-    x, u1 = jnp.where(u1 < best_u, x, best_x), jnp.minimum(u1, best_u)
-    u0 = neg(position)
+    u1, g1 = jax.value_and_grad(neg)(x)
+    x, u1, g1 = (jnp.where(u1 < best_u, a, b)
+                 for a, b in zip((x, u1, g1), (best_x, best_u, best_g)))
+    u0, g0 = jax.value_and_grad(neg)(position)
     better = jnp.isfinite(u1) & jnp.all(jnp.isfinite(x)) & ~(u1 > u0)
-    return jnp.where(better, x, position), n + 2
+    steeper = better & (jnp.linalg.norm(g1) > jnp.linalg.norm(g0))
+    return jnp.where(better, x, position), n + 2, steeper
 
 
 def init(position: jax.Array, logdensity_fn) -> hmc.HMCState:
@@ -98,4 +109,4 @@ def make_knobs(dim: int, step_size: float = 0.1, steps: int = 10, random_steps: 
 # the driver runs `find_mode_counted` (start) then `hmc.init`: what `init` does, with the
 # mode search's gradients counted in the warm-up's
 kernel = Kernel(name="ahmc", init=hmc.init, step=hmc.step, make_knobs=make_knobs,
-                start=find_mode_counted)
+                start=find_mode_checked)

@@ -39,7 +39,9 @@ class Kernel(NamedTuple):
     # and the step size is a factor η on per-group step sizes
     gibbs_within: bool = False
     # optional: moves a starting point before `init`, start(position, logdensity_fn) ->
-    # (position, gradient evaluations spent); the driver counts those in the warm-up's
+    # (position, gradient evaluations spent, whether the point is steeper than the start);
+    # the driver counts the evaluations in the warm-up's, and when any chain's point is
+    # steeper, it starts every chain from its own point instead
     start: Callable[..., Any] | None = None
     # optional: the compact set M the kernel is restricted to, a membership test of the flat
     # position (`support.restrict`); the driver refuses a chain that starts outside it

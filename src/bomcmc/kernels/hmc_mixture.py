@@ -91,4 +91,4 @@ def make_knobs(dim: int, step_size: float = 0.1, steps: int = 10, random_steps: 
 
 
 kernel = Kernel(name="two_phase", init=hmc.init, step=step, make_knobs=make_knobs,
-                start=ahmc.find_mode_counted)
+                start=ahmc.find_mode_checked)

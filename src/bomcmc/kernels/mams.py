@@ -96,4 +96,4 @@ def make_knobs(dim: int, step_size: float = 0.1, steps: int = 10, random_steps: 
 # fixed knobs from the start point as given; `amams` (the registry) adds the bandit and
 # adaptive HMC's L-BFGS start
 kernel = Kernel(name="mams", init=hmc.init, step=step, make_knobs=make_knobs)
-bandit_kernel = kernel._replace(name="amams", start=ahmc.find_mode_counted)
+bandit_kernel = kernel._replace(name="amams", start=ahmc.find_mode_checked)

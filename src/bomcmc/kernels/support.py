@@ -99,8 +99,9 @@ def restrict(kernel: Kernel, inside: Callable, box_: tuple | None = None) -> Ker
         return step(key, state, logdensity_fn, knobs, support=inside)
 
     def restricted_start(position, logdensity_fn):
-        moved, n = start(position, logdensity_fn)
-        return jnp.where(inside(moved), moved, position), n
+        moved, n, steeper = start(position, logdensity_fn)
+        kept = inside(moved)
+        return jnp.where(kept, moved, position), n, steeper & kept
 
     def restricted_knobs(dim, support=None, **knobs):
         if box_ is not None:
