@@ -54,8 +54,9 @@ SETTINGS = {
     "nuts": dict(),
     "rmhmc": dict(step_size=0.1, steps=30, random_steps=True),
     "armhmc": dict(eps_bounds=(0.01, 1.0), steps_bounds=(1, 60)),
-    # ahmc's bandit and box from the dispersed starts, without its L-BFGS start (which runs
-    # down the funnel of the centred posterior with σ² sampled: docs/rmhmc.md)
+    # ahmc's bandit and box from the dispersed starts, without its L-BFGS start (which ran
+    # down the funnel of the centred posterior with σ² sampled before the driver learned to
+    # drop it there: docs/rmhmc.md)
     "ahmc_dispersed": dict(eps_bounds=(0.001, 0.1), steps_bounds=(1, 500)),
 }
 FIELD = ("x",)

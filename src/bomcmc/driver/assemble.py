@@ -66,7 +66,7 @@ def assemble(run: Run, store, wall_total: float):
         "shard_data": run.spec.shard_data,
     }
     totals["warmup"] = warmup_report(run, warm_iters)
-    if getattr(run, "start_note", ""):  # a kernel's start (AHMC's mode search): kept or not
+    if run.start_note:  # a kernel's start (AHMC's mode search): kept or not
         totals["start"] = run.start_note
     if run.until is not None:  # a run until precise: its target, and where it stopped
         totals["until"] = run.until.report()
@@ -76,7 +76,7 @@ def assemble(run: Run, store, wall_total: float):
         "sampler": spec.sampler,
         "gibbs_within_hmc": int(run.kernel.gibbs_within),  # read by the checks and plots
         # the metric a tuner learned ("auto" resolved), read by the warnings' advice
-        "metric": str(getattr(run.tuner, "metric_kind", None) or ""),
+        "metric": str(run.tuner.metric_kind or ""),
         "posterior": spec.posterior,
         "posterior_name": flat.source.name,  # a user's own posterior is "custom" in spec
         "seed": spec.seed,

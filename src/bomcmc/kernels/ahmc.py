@@ -106,7 +106,7 @@ def make_knobs(dim: int, step_size: float = 0.1, steps: int = 10, random_steps: 
                              inverse_mass_matrix=inverse_mass_matrix)
 
 
-# the driver runs `find_mode_counted` (start) then `hmc.init`: what `init` does, with the
+# the driver runs `find_mode_checked` (start) then `hmc.init`: what `init` does, with the
 # mode search's gradients counted in the warm-up's
 kernel = Kernel(name="ahmc", init=hmc.init, step=hmc.step, make_knobs=make_knobs,
                 start=find_mode_checked)

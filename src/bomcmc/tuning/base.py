@@ -47,6 +47,8 @@ class Tuner:
     # whether after_chunk reads the chunk's draws ("positions", "lp"): in a run over several
     # processes the driver then gathers every process's draws for it at each chunk's end
     reads_draws = True
+    # the metric the tuner learned, "dense" or "diag" (AHMC's `mass="auto"` resolved), if any
+    metric_kind: str | None = None
 
     def initial_knobs(self, knobs: Any) -> Any:
         return knobs
