@@ -28,9 +28,9 @@ models/log_gaussian_cox.py):
         --draws 2000 --ref-draws 5000 --samplers nuts,ahmc --out OUT.json --plots DIR
 
 `--hyper centred` samples `lgcp-hyper-N` (the field centred, as the paper samples x) and
-`--hyper nc` the non-centred `lgcp-hyper-nc-N`; the reference is Stan's NUTS on the
-non-centred one (seed 1000). Each row adds σ² and μ: mean, sd, |z| against the reference,
-bulk ESS and R-hat.
+`--hyper nc` the non-centred `lgcp-hyper-nc-N`; the reference is bomcmc's NUTS with Stan's
+warm-up on the non-centred one (seed 1000). Each row adds σ² and μ: mean, sd, |z| against
+the reference, bulk ESS and R-hat.
 """
 
 from __future__ import annotations
@@ -199,8 +199,8 @@ def run_reference(args, post):
 
 
 def run_hyper_reference(args, chains: int, t0: float):
-    """The reference with σ² and μ sampled: Stan's NUTS on the non-centred posterior, which
-    does not have the centred one's funnel between σ² and the field."""
+    """The reference with σ² and μ sampled: NUTS (Stan's warm-up) on the non-centred
+    posterior, which does not have the centred one's funnel between σ² and the field."""
     post = models.get(f"lgcp-hyper-nc-{args.side}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
