@@ -27,9 +27,11 @@ import math
 from typing import Callable, NamedTuple
 
 from .. import schemas
+from .spelling import BNN_FIT, CLI, spell
 
-PYTHON, CLI, ESTIMATOR, BNN_FIT = "python", "cli", "estimator", "bnn fit"
-RUN_KEYS = ("sampler", "draws", "warmup", "chains", "adapt")  # the run's, not the sampler's
+PYTHON, ESTIMATOR = "python", "estimator"
+# the run's, not the sampler's (a run until precise's caps among them)
+RUN_KEYS = ("sampler", "draws", "warmup", "chains", "adapt", "until_seconds")
 # the network samplers that alternate Gibbs draws with their transition (bnn/samplers.py)
 GIBBS_NETWORK = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts_gibbs", "dyn_a", "dyn_b")
 SMALLER, LARGER = 0.25, 2.0  # factors of a step size advised smaller or larger
@@ -182,39 +184,6 @@ def values_ok(remedy: dict, known: dict, cli: bool = False) -> bool:
 
 
 # ---------------------------------------------------------------------------------------
-# Spelling: one remedy in the interface's own words
-# ---------------------------------------------------------------------------------------
-def _number(v) -> str:
-    return f"{v:.3g}" if isinstance(v, float) else str(v)
-
-
-def spell(remedy: dict, interface: str) -> str:
-    """`remedy` as its interface takes it: keywords (`step_size=0.05, adapt='window'`) or
-    flags (`--step-size 0.05 --adapt window`)."""
-    if interface in (CLI, BNN_FIT):
-        parts = []
-        for name, value in remedy.items():
-            flag = "--" + name.replace("_", "-")
-            if isinstance(value, bool):
-                parts.append(flag if value else "--no-" + name.replace("_", "-"))
-            elif isinstance(value, (tuple, list)):
-                parts.append(" ".join([flag, *map(_number, value)]))
-            else:
-                parts.append(f"{flag} {_number(value)}")
-        return " ".join(parts)
-    parts = []
-    for name, value in remedy.items():
-        if isinstance(value, (tuple, list)):
-            text = "(" + ", ".join(map(_number, value)) + ")"
-        elif isinstance(value, str):
-            text = repr(value)
-        else:
-            text = _number(value)
-        parts.append(f"{name}={text}")
-    return ", ".join(parts)
-
-
-# ---------------------------------------------------------------------------------------
 # Candidate remedies, from the run's own values
 # ---------------------------------------------------------------------------------------
 def _current(ctx: Context, name: str):
@@ -281,10 +250,24 @@ def _longer(ctx: Context, factor: float, warmup: bool) -> list[tuple[str, dict]]
     return [("a longer warm-up and more draws" if warmup else "more draws", remedy)]
 
 
+def _cap(ctx: Context) -> list[tuple[str, dict]]:
+    """A run until precise's cap raised as many times as its ESS fell short: the draws, the
+    seconds where those stopped it, or an estimator's super-transitions."""
+    f = max(2, int(math.ceil(ctx.run.get("_ess_factor", 2))))
+    if ctx.interface in (ESTIMATOR, BNN_FIT):
+        return [("a higher cap", {"super_transitions": int(_current(ctx, "super_transitions")
+                                                             or 100) * f})]
+    if ctx.run.get("_seconds"):
+        return [("a higher cap", {"until_seconds": float(ctx.run["_seconds"]) * f})]
+    return [("a higher cap", {"draws": int(ctx.run.get("draws") or 1000) * f})]
+
+
 def _other(ctx: Context, problem: str) -> list[tuple[str, dict]]:
-    """Another sampler for the same posterior (`_OTHER`), never one of another family."""
-    name = _OTHER.get((ctx.family, ctx.sampler, problem)) or _OTHER.get(
-        (ctx.family, ctx.sampler, None)) or _OTHER.get((ctx.family, None, None))
+    """Another sampler for the same posterior (`_OTHER`; a None there: none helps), never
+    one of another family."""
+    keys = [(ctx.family, ctx.sampler, problem), (ctx.family, ctx.sampler, None),
+            (ctx.family, None, None)]
+    name = next((_OTHER[k] for k in keys if k in _OTHER), None)
     if not name or name == ctx.sampler:
         return []
     return [(f"sampler {name}", {"sampler": name})]
@@ -302,8 +285,10 @@ _OTHER = {
     ("rmhmc", "armhmc", None): "rmhmc",
     ("spins", None, None): "im_bandit",
     ("spins", "im_bandit", None): "im_bayesopt",
-    ("network", None, None): "ahmc_gibbs",
-    ("network", "ahmc_gibbs", None): "ahmc_cv",
+    # Neal's scheme at its fixed setting: none of the bandit's divergences, and a higher ESS
+    # of the predictions at the defaults (docs/bnn.md, "When a network fit warns")
+    ("network", None, None): "neal_gibbs",
+    ("network", "neal_gibbs", None): None,
     ("network", "nuts", "ebfmi"): "nuts_gibbs",  # Gibbs draws of the precisions
 }
 
@@ -370,6 +355,7 @@ _CANDIDATES: dict[str, tuple] = {
     "stuck": (lambda c: _step(c, SMALLER), _shorter_walks, lambda c: _other(c, "stuck")),
     "fixed_points": (_knob("fixed_point_steps", "more fixed-point iterations",
                            _more_fixed_point_steps), lambda c: _step(c, SMALLER)),
+    "until_cap": (_cap, lambda c: _other(c, "until_cap")),
 }
 
 # what fixes a problem when no option does
@@ -383,6 +369,7 @@ _ELSE = {
     "accept_high": "check the log density's scale",
     "stuck": "check the log density at the initial point",
     "fixed_points": "reparameterise the posterior",
+    "until_cap": "ask for less precision (a smaller until_ess)",
 }
 
 
@@ -401,11 +388,12 @@ def remedies(problem: str, ctx: Context, most: int = 2) -> list[tuple[str, dict]
 def advise(problem: str, ctx: Context | None, **facts) -> str:
     """"try <what> (`<remedy>`) or ...; otherwise <what fixes it>": the advice of a warning
     about `problem` ("divergences", "rhat", "ess", "tree_depth", "ebfmi", "accept_low",
-    "accept_high", "stuck", "fixed_points"); `facts`: ess_factor (how many times more
-    draws the ESS needs)."""
+    "accept_high", "stuck", "fixed_points", "until_cap"); `facts`: ess_factor (how many
+    times more draws the ESS needs), seconds (the seconds cap that stopped a run)."""
     ctx = ctx or Context()
     if "ess_factor" in facts:
-        ctx = ctx._replace(run={**ctx.run, "_ess_factor": min(facts["ess_factor"], 10)})
+        facts = {**facts, "ess_factor": min(facts["ess_factor"], 10)}
+    ctx = ctx._replace(run={**ctx.run, **{"_" + k: v for k, v in facts.items()}})
     found = remedies(problem, ctx)
     tries = [f"{what} (`{spell(remedy, ctx.interface)}`)" for what, remedy in found]
     if not tries:

@@ -17,15 +17,14 @@ The thresholds are those Stan and ArviZ use:
   Gelman 2014) in more than 1 % of sampling transitions. Stan reports any such transition;
   a handful in a long run costs efficiency, not correctness, so bomcmc warns above 1 %;
 - E-BFMI under 0.3 in any chain (Betancourt 2016, Betancourt 2017 §6.1; the advice of Stan
-  and of ArviZ's `bfmi`, Kumar et al. 2019), from `sample_stats.energy` (for `hmc` the
-  energy at the start of each transition, for NUTS at its end: either way consecutive
-  differences are the energy changes of momentum resampling). Not for Neal's network
-  samplers (`neal_gibbs`, `ahmc_gibbs`, `nuts_gibbs`), whose recorded energy is that of the
-  weights' conditional given hyperparameters that a Gibbs draw changes between transitions:
-  its changes are not those of momentum resampling, and E-BFMI does not apply;
+  and of ArviZ's `bfmi`, Kumar et al. 2019), from `sample_stats.energy`, whose consecutive
+  differences are the energy changes of momentum resampling. Not for Neal's network
+  samplers, whose recorded energy is the weights' conditional given hyperparameters that a
+  Gibbs draw changes between transitions;
 - mean acceptance under 0.05 or over 0.995: bomcmc's own bounds for a sampler that (almost)
   never or always accepts, whose step size is far from useful;
-- a chain that never moved: every draw equal to the chain's first.
+- a chain that never moved: every draw equal to the chain's first;
+- a run until precise that its cap stopped before its rule held.
 
 Each message prints a value next to its bound with as many significant figures as it takes to
 show on which side of the bound it lies (`beside`): R-hat 1.011 prints as "1.011 > 1.01",
@@ -213,11 +212,9 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
     (`summarize` shares them). `context`: the sampler that ran and the interface in use, for
     which each message's advice is written (`advice.Context`); by default the run's attrs
     and Python keywords."""
-    if context is None:
-        context = _advice.from_run(idata.posterior.attrs, _sample_stats(idata))
+    ctx = context or _advice.from_run(idata.posterior.attrs, _sample_stats(idata))
     if totals is None:
-        attrs = idata.posterior.attrs
-        totals = json.loads(attrs["totals"]) if "totals" in attrs else {}
+        totals = json.loads(idata.posterior.attrs.get("totals", "{}"))
     idata, totals = kept(idata, totals)
     judged = function_space(idata)
     if judged is not None:
@@ -227,11 +224,9 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
     else:
         conv = convergence(idata, mcse=False)
     with quiet():
-        ss = idata.sample_stats if "sample_stats" in idata.groups() else None
-        post = idata.posterior
+        ss, post = _sample_stats(idata), idata.posterior
         still = frozen(post if judged is None else judged)
         where = "" if judged is None else " of the predictions and log-likelihood"
-        ctx = context
         msgs = [
             _divergences(ss, totals, ctx),
             _rhat(conv, still, where, ctx),
@@ -241,18 +236,23 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
             _acceptance(ss, totals, ctx),
             _fixed_points(ss, ctx),
             _stuck(post, ctx),
-            _until(totals),
+            _until(totals, ctx),
         ]
     return [m for m in msgs if m]
 
 
-def _until(totals: dict) -> str | None:
-    """A run until precise (`driver.until`) that its cap stopped first: the rule's figures."""
-    u = totals.get("until")
-    return None if not u or u["reached"] else (
-        f"the run stopped at its cap before its rule held (bulk and tail ESS >= until_ess="
-        f"{u['until_ess']:g}, R-hat <= {RHAT_MAX}): min bulk ESS {u.get('ess_bulk', 0):.0f}, "
-        f"tail {u.get('ess_tail', 0):.0f}, max R-hat {u.get('rhat', float('nan')):.3f}")
+def _until(totals: dict, ctx: Context | None = None) -> str | None:
+    """A run until precise (`driver.until`) its cap (draws or seconds) stopped first, with
+    its figures, and a cap raised 1.5 times the ESS's shortfall (at least 2; a generous cap
+    costs nothing where the chains mix: the rule stops at its target)."""
+    if not (u := totals.get("until")) or u["reached"]:
+        return None
+    b, t, s = u.get("ess_bulk", 0), u.get("ess_tail", 0), u.get("until_seconds")
+    return (f"the run stopped at its cap before its rule held (bulk and tail ESS >= until_ess="
+            f"{u['until_ess']:g}, R-hat <= {RHAT_MAX}): min bulk ESS {b:.0f}, tail {t:.0f}, "
+            f"max R-hat {u.get('rhat', float('nan')):.3f}; " + _advice.advise(
+                "until_cap", ctx, seconds=s if s and u.get("sampling_s", 0) >= s else None,
+                ess_factor=max(2.0, 1.5 * u["until_ess"] / max(min(b, t), 1.0))))
 
 
 def _sample_stats(idata):
