@@ -193,8 +193,8 @@ class Run:
         """Whether the kernel's start ended steeper than it began from each of PROBES −
         chains further dispersed points (none with PROBES chains or more): one chain's
         search alone missed the neck of `lgcp-hyper-32` in 25 of 64 runs. The searches run
-        in batches of this process's chains, through the compiled start, and every process
-        runs them alike."""
+        in batches of this process's chains, through the compiled start; every process runs
+        them alike, and the first counts their gradients, as one process would."""
         extra = PROBES - self.spec.chains
         if self.kernel.start is None or extra <= 0:
             return np.zeros(0, bool)
@@ -204,7 +204,7 @@ class Run:
         flags = []
         for b in range(batches):
             _, n, steeper = init(points[b * width:(b + 1) * width])
-            self.start_grads += int(np.sum(np.asarray(n)))
+            self.start_grads += int(np.sum(np.asarray(n))) * self.group.is_main
             flags.append(np.asarray(steeper))
         return np.concatenate(flags)[:extra]
 
