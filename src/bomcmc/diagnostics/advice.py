@@ -251,7 +251,7 @@ def _longer(ctx: Context, factor: float, warmup: bool) -> list[tuple[str, dict]]
 
 
 def _cap(ctx: Context) -> list[tuple[str, dict]]:
-    """A run until precise's cap raised as many times as its ESS fell short: the draws, the
+    """A run until precise's cap raised by the warning's factor (`checks`): the draws, the
     seconds where those stopped it, or an estimator's super-transitions."""
     f = max(2, int(math.ceil(ctx.run.get("_ess_factor", 2))))
     if ctx.interface in (ESTIMATOR, BNN_FIT):

@@ -243,7 +243,7 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
 
 def _until(totals: dict, ctx: Context | None = None) -> str | None:
     """A run until precise (`driver.until`) its cap (draws or seconds) stopped first, with
-    its figures, and a cap raised 1.5 times the ESS's shortfall (at least 2; a generous cap
+    its figures, and a cap raised twice the ESS's shortfall (at least 2×; a generous cap
     costs nothing where the chains mix: the rule stops at its target)."""
     if not (u := totals.get("until")) or u["reached"]:
         return None
@@ -252,7 +252,7 @@ def _until(totals: dict, ctx: Context | None = None) -> str | None:
             f"{u['until_ess']:g}, R-hat <= {RHAT_MAX}): min bulk ESS {b:.0f}, tail {t:.0f}, "
             f"max R-hat {u.get('rhat', float('nan')):.3f}; " + _advice.advise(
                 "until_cap", ctx, seconds=s if s and u.get("sampling_s", 0) >= s else None,
-                ess_factor=max(2.0, 1.5 * u["until_ess"] / max(min(b, t), 1.0))))
+                ess_factor=max(2.0, 2.0 * u["until_ess"] / max(min(b, t), 1.0))))
 
 
 def _sample_stats(idata):
