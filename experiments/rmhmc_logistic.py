@@ -188,7 +188,9 @@ def check(ds: str, settings: str, block: int = 10, warmup: int = 200, draws: int
     divergent transitions, the share of the bandit's blocks (`block` transitions × 10 chains)
     holding one, which its ESJD reward scores 0 (`tuning.rewards.esjd`), that reward, the min
     bulk ESS per gradient of the 10 chains pooled, and the median over the chains of each
-    chain's own (a chain here is an independent run: nothing adapts)."""
+    chain's own (a chain here is an independent run: nothing adapts); and the sd of that
+    reward over one chain's blocks of `block` transitions, the reward a BO step of
+    `--independent` observes."""
     import arviz as az
 
     for item in settings.split(","):
@@ -204,9 +206,12 @@ def check(ds: str, settings: str, block: int = 10, warmup: int = 200, draws: int
         beta = res.idata.posterior["beta"].values
         ess = min(float(az.ess(beta[..., k], method="bulk")) for k in range(beta.shape[-1]))
         own = chain_figures(res)["chain_bulk_per_grad_min"]
+        # one chain's block of `block` transitions: the reward one BO step of --independent sees
+        jumps = np.asarray(ss.esjd) / np.sqrt(int(steps.rstrip("r")))
+        one = jumps[:, : jumps.shape[1] // block * block].reshape(10, -1, block).mean(axis=2)
         print(f"{ds} eps {eps} L {steps}: divergent {div.mean():.3f}, blocks with one "
               f"{blocks.mean():.2f}, acceptance {res.totals['accept_mean']:.2f}, ESJD/sqrt(L) "
-              f"{np.asarray(ss.esjd).mean() / np.sqrt(int(steps.rstrip('r'))):.3f}, min ESS/grad "
+              f"{jumps.mean():.3f} (one chain's block: sd {one.std():.3f}), min ESS/grad "
               f"{ess / res.totals['n_grad']:.3f} pooled, {np.median(own):.3f} per chain "
               f"(median; quartiles {np.quantile(own, 0.25):.3f}, {np.quantile(own, 0.75):.3f})",
               flush=True)
