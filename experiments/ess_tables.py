@@ -96,6 +96,7 @@ def reference_moments(ref_file, groups: dict, run) -> tuple[dict, dict]:
     ess = {g: ess_figures(res, names) for g, names in groups.items()}
     print(f"reference: {about}", flush=True)
     if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp.npz")
         np.savez(tmp, **ref, ess=json.dumps(ess, default=float), about=about)
         tmp.replace(path)
@@ -110,6 +111,7 @@ def write_results(path, results: dict, complete: bool) -> None:
     from pathlib import Path
 
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(dict(results, complete=complete), indent=1, default=list))
     tmp.replace(path)
