@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data import Data
 from ..datasets import log_gaussian_cox as lgcp_data
 from ..errors import BomcmcError
 from ..posterior import Posterior
@@ -89,6 +90,13 @@ def _data(n: int) -> tuple[np.ndarray, np.ndarray]:
     return lgcp_data() if n == DATA_SIDE else simulate(n, seed=n)
 
 
+def _eigen_data(Q: np.ndarray, counts: np.ndarray) -> Data:
+    """The eigenvectors (D, D) and the counts (N, N) as the compiled program's inputs: a
+    constant Q of N⁴ numbers (134 MB at N = 64) would be folded into every executable. Their
+    leading axes differ, so a run that splits data rows over devices refuses them."""
+    return Data(Q=Q, counts=counts)
+
+
 def _counts_loglik(x, counts: np.ndarray):
     """log Poisson(y_a | m e^{x_a}) per cell, (n, n), for the field x (n²,)."""
     n = counts.shape[0]
@@ -107,16 +115,17 @@ def log_gaussian_cox(n: int = DATA_SIDE) -> Posterior:
     lam = np.maximum(lam, lam.max() * 1e-14)  # Σ is positive definite; guard the rounding
     shift = fisher_shift(n)
     metric = 1.0 / lam + shift  # G in v: diagonal and constant
-    y = counts.ravel()
+    data = _eigen_data(Q, counts)
     m = 1.0 / n**2
 
     def field(v):
-        return MEAN + jnp.asarray(Q, v.dtype) @ v
+        return MEAN + data["Q"].astype(v.dtype) @ v
 
     def logdensity(params):
         v = params["v"]
         x = field(v)
-        return (jnp.dot(jnp.asarray(y, v.dtype), x) - m * jnp.sum(jnp.exp(x))
+        y = data["counts"].astype(v.dtype).ravel()
+        return (jnp.dot(y, x) - m * jnp.sum(jnp.exp(x))
                 - 0.5 * jnp.sum(v**2 / jnp.asarray(lam, v.dtype)))
 
     def initializer(key):  # Stan's U(−2, 2), in the metric's units: v_k = u_k / √G_k
@@ -142,6 +151,7 @@ def log_gaussian_cox(n: int = DATA_SIDE) -> Posterior:
         metric_fn=metric,
         facts=LGCPFacts(n=n, true_x=true_x, counts=counts, eigenvalues=lam, eigenvectors=Q,
                         fisher_shift=shift),
+        data=data,
     )
 
 
@@ -173,7 +183,7 @@ def log_gaussian_cox_hyper(n: int = DATA_SIDE, centred: bool = True) -> Posterio
               "v": 1.0 / (SIGMA2 * lam) + shift}
     if not centred:
         metric["v"] = metric["v"] * SIGMA2 * lam
-    y = counts.ravel()
+    data = _eigen_data(Q, counts)
     key = "v" if centred else "z"
 
     def eigen_field(params):  # v = Qᵀ(x − μ1), from the sampled block
@@ -184,7 +194,7 @@ def log_gaussian_cox_hyper(n: int = DATA_SIDE, centred: bool = True) -> Posterio
 
     def field(params):
         v = eigen_field(params)
-        return params["mu"] + jnp.asarray(Q, v.dtype) @ v
+        return params["mu"] + data["Q"].astype(v.dtype) @ v
 
     def logdensity(params):
         u, s, mu = params[key], params["log_sigma2"], params["mu"]
@@ -195,7 +205,8 @@ def log_gaussian_cox_hyper(n: int = DATA_SIDE, centred: bool = True) -> Posterio
             prior_u = -0.5 * jnp.sum(u**2)
         prior_s = 2.0 * s - 2.0 * jnp.exp(s)  # Gamma(2, 1/2) on e^s, with the Jacobian e^s
         prior_mu = -0.5 * (mu / MU_PRIOR_SD) ** 2
-        return (jnp.dot(jnp.asarray(y, u.dtype), x) - jnp.sum(jnp.exp(x)) / d
+        y = data["counts"].astype(u.dtype).ravel()
+        return (jnp.dot(y, x) - jnp.sum(jnp.exp(x)) / d
                 + prior_u + prior_s + prior_mu)
 
     def initializer(key_):  # Stan's U(−2, 2), the field's in the metric's units
@@ -221,4 +232,5 @@ def log_gaussian_cox_hyper(n: int = DATA_SIDE, centred: bool = True) -> Posterio
         metric_fn=np.concatenate([[metric["log_sigma2"]], [metric["mu"]], metric["v"]]),
         facts=LGCPFacts(n=n, true_x=true_x, counts=counts, eigenvalues=SIGMA2 * lam,
                         eigenvectors=Q, fisher_shift=shift),
+        data=data,
     )
