@@ -28,22 +28,38 @@ def _name(check) -> str:
     return func.__name__ + (f"({args})" if args else "")
 
 
+# The classifier's checks that fit networks only to exercise what it shares with the
+# regressor: the common fitting and parameter handling (`bnn/estimator.py`) and the conversion
+# of lists and read-only (memory-mapped) input, which the regressor's same checks run in CI.
+# Each fits networks of a new shape, about 10 s, so on the classifier they run with `-m slow`.
+SHARED_FITS = {
+    "check_fit_score_takes_y", "check_estimators_overwrite_params",
+    "check_dont_overwrite_parameters", "check_estimators_fit_returns_self",
+    "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit", "check_classifier_data_not_an_array",
+    "check_classifiers_train(readonly_memmap=True)",
+    "check_classifiers_train(readonly_memmap=True,X_dtype=float32)",
+}
+
+
 def _checks():
     """Every check scikit-learn runs on a regressor and a classifier, none expected to fail.
-    In CI: the API checks (`legacy=False`) on both, the regression and target checks on the
-    regressor, the classification checks and pickling on the classifier. The other legacy
-    checks (dtypes, NaN and inf, 1-d and 1-sample input, idempotence, subset invariance, ...)
-    exercise the validation, fitting and prediction code both estimators share
-    (`bnn/estimator.py`) and run with `-m slow` on both (the suite's time, README). Skipped
-    by scikit-learn itself: check_array_api_input (needs SCIPY_ARRAY_API=1 and an array
-    library; the estimators convert their input to NumPy)."""
+    In CI: the API checks (`legacy=False`) on the regressor, and on the classifier those that
+    do not fit or that fit through its own code (SHARED_FITS above); the regression and
+    target checks on the regressor; the classification checks and pickling on the
+    classifier. The other legacy checks (dtypes, NaN and inf, 1-d and 1-sample input,
+    idempotence, subset invariance, ...) exercise the validation, fitting and prediction
+    code both estimators share (`bnn/estimator.py`) and run with `-m slow` on both (the
+    suite's time, README). Skipped by scikit-learn itself: check_array_api_input (needs
+    SCIPY_ARRAY_API=1 and an array library; the estimators convert their input to NumPy)."""
     for est in (BayesianMLPRegressor(**TINY), BayesianMLPClassifier(**TINY)):
         api = {_name(c) for _, c in estimator_checks_generator(est, legacy=False)}
         for e, check in estimator_checks_generator(est):
             name = _name(check)
-            own = ("regress" in name or "supervised" in name) if isinstance(
-                e, BayesianMLPRegressor) else ("classif" in name or "pickle" in name)
-            shared = name not in api and not own
+            classifier = isinstance(e, BayesianMLPClassifier)
+            own = ("classif" in name or "pickle" in name) if classifier else (
+                "regress" in name or "supervised" in name)
+            shared = (name not in api and not own) or (classifier and name in SHARED_FITS)
             yield pytest.param(e, check, id=f"{type(e).__name__}-{name}",
                                marks=[pytest.mark.slow] if shared else [])
 

@@ -90,6 +90,7 @@ def test_async_chunks_equal_lockstep_chunks(thin):
     assert n.min() < n.max()  # the chains' trees did differ in length
 
 
+@pytest.mark.slow  # the suite's time: chunks of fixed knobs are compared in CI (above)
 def test_async_chunking_does_not_change_draws():
     """With the window adapter in warm-up, float32: chunk boundaries change no draw."""
     kw = dict(posterior="logistic-ripley", sampler="nuts_async", chains=3, draws=40, warmup=60,
@@ -102,6 +103,7 @@ def test_async_chunking_does_not_change_draws():
                                   b.idata.sample_stats["step_size"].values)
 
 
+@pytest.mark.slow  # the suite's time: chunks of fixed knobs are compared in CI (above)
 def test_async_warmup_matches_lockstep_warmup_to_rounding():
     """The adapter sees each chain's transitions in the same order: the first warm-up
     transitions agree with the lockstep run to the last bits (later ones drift apart by
