@@ -95,6 +95,28 @@ def test_the_family_and_its_limits():
         models.get("lgcp-500")
 
 
+@pytest.mark.parametrize("name", ["lgcp-8", "lgcp-hyper-8", "lgcp-hyper-nc-8"])
+def test_the_eigenvectors_enter_the_program_as_an_input(name):
+    """Q (N⁴ numbers) is an argument of the compiled log density, not a constant folded into
+    it (134 MB at N = 64); with Q a constant, the lowered program holds a dense (64, 64)
+    literal and the test fails. A run asked to split the data's rows says in one line why
+    it cannot."""
+    from bomcmc.data import with_data
+    from bomcmc.posterior import flatten
+
+    post = models.get(name)
+    flat = flatten(post)
+    assert set(post.data.arrays) == {"Q", "counts"}
+    fn = jax.jit(with_data(jax.grad(flat.logdensity_fn), post.data))
+    text = fn.lower(post.data.device(), jnp.zeros(flat.dim)).as_text()
+    assert not any("dense<" in line and "64x64" in line for line in text.splitlines())
+    with_constant = jax.jit(jax.grad(flat.logdensity_fn)).lower(jnp.zeros(flat.dim)).as_text()
+    assert any("dense<" in line and "64x64" in line for line in with_constant.splitlines())
+    with pytest.raises(BomcmcError, match="cannot be split"):
+        bomcmc.sample(posterior=name, sampler="hmc", step_size=0.1, steps=2, chains=2,
+                      draws=2, warmup=0, shard_data=True, progress=False)
+
+
 def _hyper_point(rng, post, key="v"):
     d = post.facts.n**2
     s, mu = rng.normal(0.5, 0.5), rng.normal(3.0, 1.0)
