@@ -23,11 +23,9 @@ Writes OUT/dexter-profile.json and prints one line per measurement.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import jax
@@ -38,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bomcmc  # noqa: E402
-from benchmarks.harness.timing import compiled_seconds  # noqa: E402
+from benchmarks.harness.timing import compiled_seconds, trace_summary  # noqa: E402
 from bomcmc.bnn.samplers import neal_sampler  # noqa: E402
 from bomcmc.kernels.integrators import IntegratorState, leapfrog  # noqa: E402
 from dexter import BUDGETS, build, data, errors, fold_vote, kept, run  # noqa: E402
@@ -116,29 +114,6 @@ def scoring(cv, valid, draws: int = 53, repeat: int = 3) -> dict:
         fold_vote(cv, flat, valid)
         times.append(time.perf_counter() - t)
     return {"draws": draws, "first_s": times[0], "later_s": min(times[1:])}
-
-
-def trace_summary(trace_dir: Path, steps: int) -> dict:
-    """Device busy time per step and the costliest operations, from the perfetto trace."""
-    files = sorted(trace_dir.rglob("perfetto_trace.json.gz"))
-    if not files:
-        return {"error": "no perfetto trace written"}
-    events = json.loads(gzip.decompress(files[-1].read_bytes()))
-    events = events.get("traceEvents", events) if isinstance(events, dict) else events
-    names = {e["pid"]: e["args"]["name"] for e in events
-             if e.get("ph") == "M" and e.get("name") == "process_name"}
-    device = {p for p, n in names.items() if "GPU" in n or "gpu" in n or "device" in n}
-    per_op, count = defaultdict(float), defaultdict(int)
-    for e in events:
-        if e.get("ph") == "X" and (not device or e["pid"] in device):
-            per_op[e["name"]] += e.get("dur", 0.0)
-            count[e["name"]] += 1
-    top = sorted(per_op, key=per_op.get, reverse=True)[:10]
-    return {"processes": sorted(set(names.values())), "device_pids": len(device),
-            "busy_us_per_step": sum(per_op.values()) / steps,
-            "ops_per_step": sum(count.values()) / steps,
-            "kernels": [{"name": k[:80], "us_per_step": per_op[k] / steps,
-                         "calls_per_step": count[k] / steps} for k in top]}
 
 
 def main(argv=None) -> dict:
