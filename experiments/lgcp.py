@@ -110,8 +110,12 @@ def plot_scatter(runs: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(PAIRS), figsize=(5 * len(PAIRS), 4.6))
-    for ax, (adaptive, base) in zip(np.atleast_1d(axes), PAIRS):
+    ran = {r["sampler"] for r in runs}
+    pairs = [(a, b) for a, b in PAIRS if a in ran and b in ran]
+    if not pairs:  # Fig. 3 compares an adaptive sampler with its baseline: none ran both
+        return
+    fig, axes = plt.subplots(1, len(pairs), figsize=(5 * len(pairs), 4.6))
+    for ax, (adaptive, base) in zip(np.atleast_1d(axes), pairs):
         for stat, marker in (("min", "v"), ("median", "o"), ("max", "^")):
             for key, fill in (("per_grad", True), ("per_grad_all", False)):
                 xs, ys = [], []
