@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bomcmc  # noqa: E402
-from benchmarks.harness.timing import compiled_seconds, trace_summary  # noqa: E402
+from benchmarks.harness.timing import gradient_loops as timing_loops  # noqa: E402
+from benchmarks.harness.timing import trace_summary  # noqa: E402
 from bomcmc.bnn.samplers import neal_sampler  # noqa: E402
-from bomcmc.kernels.integrators import IntegratorState, leapfrog  # noqa: E402
 from dexter import BUDGETS, build, data, errors, fold_vote, kept, run  # noqa: E402
 
 
@@ -55,28 +55,10 @@ def conditional(cv, dtype):
 
 
 def gradient_loops(cv, n: int, dtype) -> tuple[dict, callable, tuple]:
-    """µs per gradient alone and per leapfrog step, each in one compiled loop of n."""
+    """µs per gradient alone and per leapfrog step of the weights' conditional, each in one
+    compiled loop of n (`harness.timing.gradient_loops`)."""
     w0, cond = conditional(cv, dtype)
-    grad = jax.grad(cond)
-
-    @jax.jit
-    def grads(w):
-        def body(_, c):
-            w, p = c
-            p = p + 1e-4 * grad(w)
-            return w + 1e-4 * p, p
-        return jax.lax.fori_loop(0, n, body, (w, jnp.zeros_like(w)))
-
-    @jax.jit
-    def steps(w, num):
-        logp, g = jax.value_and_grad(cond)(w)
-        start = IntegratorState(w, jnp.zeros_like(w), logp, g)
-        return leapfrog(start, cond, jnp.asarray(1e-3, w.dtype), jnp.ones_like(w), num)
-
-    out = {"grad_us": compiled_seconds(grads, w0, repeat=3, best=True) / n * 1e6,
-           "leapfrog_us": compiled_seconds(steps, w0, jnp.int32(n), repeat=3,
-                                                best=True) / n * 1e6}
-    return out, steps, (w0,)
+    return timing_loops(cond, w0, n)
 
 
 def transitions(cv, chains: int, draws: int, steps: int) -> dict:
@@ -144,13 +126,13 @@ def main(argv=None) -> dict:
         (out_dir / "dexter-profile.json").write_text(json.dumps(report, indent=1))
 
     if "grad" not in skip:
-        loops, steps, (w0,) = gradient_loops(cv, 1000 if args.size == "paper" else 200, dtype)
+        loops, steps, loop_args = gradient_loops(cv, 1000 if args.size == "paper" else 200, dtype)
         save("loops", loops)
         if args.trace:
             n = 100
-            jax.block_until_ready(steps(w0, jnp.int32(n)))
+            jax.block_until_ready(steps(*loop_args, jnp.int32(n)))
             with jax.profiler.trace(str(out_dir / "trace"), create_perfetto_trace=True):
-                jax.block_until_ready(steps(w0, jnp.int32(n)))
+                jax.block_until_ready(steps(*loop_args, jnp.int32(n)))
             save("trace", trace_summary(out_dir / "trace", n))
     for c in (int(c) for c in args.chains.split(",") if c):
         if f"transition_{c}" not in skip:

@@ -35,40 +35,19 @@ jax.config.update("jax_enable_x64", True)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bomcmc  # noqa: E402
-from benchmarks.harness.timing import compiled_seconds, trace_summary  # noqa: E402
+from benchmarks.harness.timing import gradient_loops, trace_summary  # noqa: E402
 from bomcmc import models  # noqa: E402
-from bomcmc.data import with_data  # noqa: E402
-from bomcmc.kernels.integrators import IntegratorState, leapfrog  # noqa: E402
 from bomcmc.posterior import flatten  # noqa: E402
 
 
 def loops(post, chains: int, n: int) -> tuple[dict, callable, tuple]:
     """µs per vmapped gradient and per vmapped leapfrog step of `chains` chains, each in one
-    compiled loop of n, the data entering as the program's inputs as in a run."""
+    compiled loop of n, the data entering as the programs' inputs as in a run."""
     flat = flatten(post)
     x0 = flat.init_flat(jax.random.PRNGKey(0), chains, 1.0)
-
-    def one_grads(x):
-        def body(_, c):
-            x, p = c
-            p = p + 1e-6 * jax.grad(flat.logdensity_fn)(x)
-            return x + 1e-6 * p, p
-        return jax.lax.fori_loop(0, n, body, (x, jnp.zeros_like(x)))
-
-    def one_steps(x, num):
-        logp, g = jax.value_and_grad(flat.logdensity_fn)(x)
-        start = IntegratorState(x, jnp.zeros_like(x), logp, g)
-        return leapfrog(start, flat.logdensity_fn, jnp.asarray(1e-4, x.dtype),
-                        jnp.ones_like(x), num)
-
-    args = post.data.device()
-    grads = jax.jit(with_data(jax.vmap(one_grads), post.data))
-    steps = jax.jit(with_data(jax.vmap(one_steps, in_axes=(0, None)), post.data))
-    out = {"chains": chains,
-           "grad_us": compiled_seconds(grads, args, x0, repeat=3, best=True) / n * 1e6,
-           "leapfrog_us": compiled_seconds(steps, args, x0, jnp.int32(n), repeat=3,
-                                           best=True) / n * 1e6}
-    return out, steps, (args, x0)
+    found, steps, args = gradient_loops(flat.logdensity_fn, x0, n, data=post.data,
+                                        grad_eps=1e-6, step_eps=1e-4)
+    return {"chains": chains, **found}, steps, args
 
 
 def nuts(post, chains: int, draws: int, step_size: float) -> dict:
@@ -111,13 +90,13 @@ def main(argv=None) -> dict:
         print(key, json.dumps(value), flush=True)
         (out_dir / "lgcp-profile.json").write_text(json.dumps(report, indent=1))
 
-    found, steps, (data, x0) = loops(post, args.chains, args.loop)
+    found, steps, loop_args = loops(post, args.chains, args.loop)
     save("loops", found)
     if args.trace:
         n = 50
-        jax.block_until_ready(steps(data, x0, jnp.int32(n)))
+        jax.block_until_ready(steps(*loop_args, jnp.int32(n)))
         with jax.profiler.trace(str(out_dir / "trace"), create_perfetto_trace=True):
-            jax.block_until_ready(steps(data, x0, jnp.int32(n)))
+            jax.block_until_ready(steps(*loop_args, jnp.int32(n)))
         save("trace", trace_summary(out_dir / "trace", n))
     save("nuts", nuts(post, args.chains, args.draws, args.step_size))
     return report

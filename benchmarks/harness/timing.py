@@ -26,6 +26,46 @@ def compiled_seconds(fn, *args, repeat: int = 20, best: bool = False) -> float:
     return min(times) if best else float(statistics.median(times))
 
 
+def gradient_loops(logdensity, x0, n: int, data=None, grad_eps: float = 1e-4,
+                   step_eps: float = 1e-3) -> tuple[dict, callable, tuple]:
+    """µs per gradient alone and per leapfrog step (`kernels.integrators.leapfrog`), each in
+    one compiled loop of n. `x0` is one chain's position (d,), or (chains, d) for vmapped
+    chains, whose figures are then per step of all of them; `data` is the posterior's
+    `bomcmc.data.Data`, which then enters the programs as their inputs, as in a run. Returns
+    the figures, the compiled leapfrog loop and its arguments before the step count (for a
+    profiler trace: `steps(*args, jnp.int32(k))`)."""
+    import jax.numpy as jnp
+
+    from bomcmc.data import with_data
+    from bomcmc.kernels.integrators import IntegratorState, leapfrog
+
+    def grads(x):
+        def body(_, c):
+            x, p = c
+            p = p + grad_eps * jax.grad(logdensity)(x)
+            return x + grad_eps * p, p
+        return jax.lax.fori_loop(0, n, body, (x, jnp.zeros_like(x)))
+
+    def steps(x, num):
+        logp, g = jax.value_and_grad(logdensity)(x)
+        start = IntegratorState(x, jnp.zeros_like(x), logp, g)
+        return leapfrog(start, logdensity, jnp.asarray(step_eps, x.dtype), jnp.ones_like(x),
+                        num)
+
+    if jnp.ndim(x0) == 2:
+        grads, steps = jax.vmap(grads), jax.vmap(steps, in_axes=(0, None))
+    if data is None:
+        grads, steps, args = jax.jit(grads), jax.jit(steps), (x0,)
+    else:
+        grads = jax.jit(with_data(grads, data))
+        steps = jax.jit(with_data(steps, data))
+        args = (data.device(), x0)
+    out = {"grad_us": compiled_seconds(grads, *args, repeat=3, best=True) / n * 1e6,
+           "leapfrog_us": compiled_seconds(steps, *args, jnp.int32(n), repeat=3,
+                                           best=True) / n * 1e6}
+    return out, steps, args
+
+
 def trace_summary(trace_dir: Path, steps: int) -> dict:
     """Device busy time per step and the costliest operations, from the perfetto trace."""
     files = sorted(trace_dir.rglob("perfetto_trace.json.gz"))
