@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bomcmc  # noqa: E402
 from benchmarks.harness.timing import gradient_loops as timing_loops  # noqa: E402
-from benchmarks.harness.timing import trace_summary  # noqa: E402
+from benchmarks.harness.timing import trace_steps  # noqa: E402
 from bomcmc.bnn.samplers import neal_sampler  # noqa: E402
 from dexter import BUDGETS, build, data, errors, fold_vote, kept, run  # noqa: E402
 
@@ -129,11 +129,7 @@ def main(argv=None) -> dict:
         loops, steps, loop_args = gradient_loops(cv, 1000 if args.size == "paper" else 200, dtype)
         save("loops", loops)
         if args.trace:
-            n = 100
-            jax.block_until_ready(steps(*loop_args, jnp.int32(n)))
-            with jax.profiler.trace(str(out_dir / "trace"), create_perfetto_trace=True):
-                jax.block_until_ready(steps(*loop_args, jnp.int32(n)))
-            save("trace", trace_summary(out_dir / "trace", n))
+            save("trace", trace_steps(steps, loop_args, 100, out_dir / "trace"))
     for c in (int(c) for c in args.chains.split(",") if c):
         if f"transition_{c}" not in skip:
             save(f"transition_{c}", transitions(cv, c, draws=8, steps=L))

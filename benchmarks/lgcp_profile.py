@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
@@ -35,7 +34,7 @@ jax.config.update("jax_enable_x64", True)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bomcmc  # noqa: E402
-from benchmarks.harness.timing import gradient_loops, trace_summary  # noqa: E402
+from benchmarks.harness.timing import gradient_loops, trace_steps  # noqa: E402
 from bomcmc import models  # noqa: E402
 from bomcmc.posterior import flatten  # noqa: E402
 
@@ -93,11 +92,7 @@ def main(argv=None) -> dict:
     found, steps, loop_args = loops(post, args.chains, args.loop)
     save("loops", found)
     if args.trace:
-        n = 50
-        jax.block_until_ready(steps(*loop_args, jnp.int32(n)))
-        with jax.profiler.trace(str(out_dir / "trace"), create_perfetto_trace=True):
-            jax.block_until_ready(steps(*loop_args, jnp.int32(n)))
-        save("trace", trace_summary(out_dir / "trace", n))
+        save("trace", trace_steps(steps, loop_args, 50, out_dir / "trace"))
     save("nuts", nuts(post, args.chains, args.draws, args.step_size))
     return report
 

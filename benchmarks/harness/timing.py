@@ -66,6 +66,17 @@ def gradient_loops(logdensity, x0, n: int, data=None, grad_eps: float = 1e-4,
     return out, steps, args
 
 
+def trace_steps(steps, args: tuple, n: int, trace_dir: Path) -> dict:
+    """A profiler trace of n steps of a `gradient_loops` leapfrog loop (run once before, so
+    that the trace holds no compilation), summarised by `trace_summary`."""
+    import jax.numpy as jnp
+
+    jax.block_until_ready(steps(*args, jnp.int32(n)))
+    with jax.profiler.trace(str(trace_dir), create_perfetto_trace=True):
+        jax.block_until_ready(steps(*args, jnp.int32(n)))
+    return trace_summary(trace_dir, n)
+
+
 def trace_summary(trace_dir: Path, steps: int) -> dict:
     """Device busy time per step and the costliest operations, from the perfetto trace."""
     files = sorted(trace_dir.rglob("perfetto_trace.json.gz"))
