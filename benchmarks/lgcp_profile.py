@@ -6,6 +6,8 @@ of all the chains together:
 
 - `grad`: the vmapped log density and gradient alone, in one compiled loop;
 - `leapfrog`: `kernels.integrators.leapfrog` on it, vmapped (the integrator's own work);
+- both again `without_barrier`: the flat log density as it was before bomcmc.posterior put
+  its leaves through an optimisation barrier (`_BARRIER` there);
 - `nuts`: bomcmc's NUTS through `bomcmc.sample` at a fixed step size (no warm-up): the
   sampling seconds per step of the batch, and the batch's waste, Σ_t max_c n_ct / Σ_t mean_c
   n_ct (vmapped chains wait for the longest trajectory of each transition);
@@ -46,7 +48,9 @@ def loops(post, chains: int, n: int) -> tuple[dict, callable, tuple]:
     x0 = flat.init_flat(jax.random.PRNGKey(0), chains, 1.0)
     found, steps, args = gradient_loops(flat.logdensity_fn, x0, n, data=post.data,
                                         grad_eps=1e-6, step_eps=1e-4)
-    return {"chains": chains, **found}, steps, args
+    plain, _, _ = gradient_loops(lambda x: post.logdensity_fn(flat.unravel(x)), x0, n,
+                                 data=post.data, grad_eps=1e-6, step_eps=1e-4)
+    return {"chains": chains, **found, "without_barrier": plain}, steps, args
 
 
 def nuts(post, chains: int, draws: int, step_size: float) -> dict:
