@@ -153,3 +153,25 @@ def test_dispersed_starts_are_the_initializers_draws_key_by_key():
         np.testing.assert_array_equal(np.asarray(flat.init_flat(key, 5)), one_by_one)
     german = flatten(bomcmc.models.get("logistic-german"))
     assert german.init_flat(key, 64).shape == (64, german.dim)
+
+
+def test_the_gradients_pieces_are_finished_before_the_flat_gradient_is_joined():
+    """A posterior of several leaves puts them through an optimisation barrier, so that XLA
+    cannot fuse the sums of a scalar leaf's gradient into the concatenation of the flat
+    gradient (on a GPU that fusion ran serially: bomcmc.posterior, _BARRIER). The gradient's
+    program must hold the barrier's transpose before its concatenation; one leaf needs none."""
+    import jax
+
+    def prims(post):
+        flat = flatten(post)
+        jaxpr = jax.make_jaxpr(jax.vmap(jax.grad(flat.logdensity_fn)))(jnp.ones((3, flat.dim)))
+        return [str(e.primitive) for e in jaxpr.eqns]
+
+    two = Posterior(logdensity_fn=lambda p: -jnp.exp(p["s"]) * jnp.sum(p["z"] ** 2) + p["s"],
+                    init_position={"s": 0.0, "z": np.zeros(4)})
+    seen = prims(two)
+    assert seen.count("optimization_barrier") == 2, seen  # the leaves, then their gradients
+    last_barrier = len(seen) - 1 - seen[::-1].index("optimization_barrier")
+    assert seen.index("concatenate") > last_barrier
+    one = Posterior(logdensity_fn=lambda p: -jnp.sum(p**2), init_position=np.zeros(4))
+    assert "optimization_barrier" not in prims(one)
