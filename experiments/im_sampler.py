@@ -99,7 +99,8 @@ def summarize(trials: list[dict]) -> dict:
 
 def merge(parts: list[dict]) -> dict:
     """One result from the results of separate processes, of one model and one protocol."""
-    same = ("model", "warmup", "draws", "temperature", "gamma_bounds", "bo_steps")
+    same = ("model", "warmup", "draws", "temperature", "gamma_bounds", "bo_steps",
+            "gamma_scale")
     for p in parts[1:]:
         differ = [k for k in same if p.get(k) != parts[0].get(k)]
         if differ:
@@ -204,6 +205,9 @@ def main(argv=None) -> int:
     ap.add_argument("--bo-steps", type=int, default=None,
                     help="IMBayesOpt's BO steps in warm-up (default: warmup // 100, at most "
                          "100); fewer steps are longer blocks, each reward less noisy")
+    ap.add_argument("--gamma-scale", choices=("linear", "beta"), default=None,
+                    help="IMBayesOpt's γ axis for its GP (default linear; beta: stretched "
+                         "around β)")
     ap.add_argument("--gamma-bounds", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                     help="IMBayesOpt's and IMUnif's γ box (default: the model's)")
     ap.add_argument("--seeds", default=None,
@@ -232,6 +236,7 @@ def main(argv=None) -> int:
                   "n_flipped": model.n_flipped, "box": model.box(),
                   "expert": model.expert, "temperature": args.temperature,
                   "gamma_bounds": args.gamma_bounds, "bo_steps": args.bo_steps,
+                  "gamma_scale": args.gamma_scale,
                   "methods": {},
                   "complete": False,
                   "machine": {"jax_backend": jax.default_backend(), "cpus": os.cpu_count(),
@@ -244,6 +249,8 @@ def main(argv=None) -> int:
                         if name == "IMBayesOpt" and args.temperature is not None else {})
                 if args.bo_steps and name == "IMBayesOpt":
                     opts["bo_steps"] = args.bo_steps
+                if args.gamma_scale and name == "IMBayesOpt":
+                    opts["gamma_scale"] = args.gamma_scale
                 if args.gamma_bounds and name in ("IMBayesOpt", "IMUnif", "IMBandit"):
                     opts["gamma_bounds"] = tuple(args.gamma_bounds)
                 trials.append(one_trial(args.model, METHODS[name], seed, args.warmup,

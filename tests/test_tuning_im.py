@@ -106,6 +106,33 @@ def test_cut_run_resumes_to_identical_draws_and_policy(bo_run, tmp_path, keep):
     assert a.tuning.attrs["tuner_state"] == b.tuning.attrs["tuner_state"]
 
 
+def test_gamma_searched_stretched_around_beta():
+    """gamma_scale="beta": the GP sees γ as u = sign(γ − β) log(1 + 100 |γ − β| / β), so
+    the policy's candidates crowd around β, where the IM move's acceptance falls off
+    (docs/spins.md); the knobs stay γ, inside the box, and the state reloads."""
+    from bomcmc.tuning import bandit
+    from bomcmc.tuning.im_tuner import im_box
+
+    beta = 1 / 2.27
+    box = im_box((1, 8), (0.0, 2 * beta), warp_at=beta)
+    for g in (0.0, 0.3, beta - 1e-3, beta, beta + 0.02, 2 * beta):
+        u = bandit.to_search(box, (g, 3))[0]
+        assert bandit.to_knobs(box, (u, 3))[0] == pytest.approx(g, abs=1e-12)
+    assert bandit.to_search(box, (0.43, 3))[0] < bandit.to_search(box, (0.44, 3))[0] - 1
+    res = bomcmc.sample(posterior="ising-4x4", sampler="im_bayesopt", gamma_scale="beta",
+                        chains=2, warmup=300, draws=100, seed=0, progress=False,
+                        policy_size=50)
+    state = json.loads(res.idata.tuning.attrs["tuner_state"])
+    assert bandit.box_from_json(state["box"]) == box
+    tried = np.asarray(res.idata.tuning["gamma"])
+    assert tried.min() >= 0 and tried.max() <= 2 * beta
+    policy = np.asarray(state["policy"]["gamma"])
+    assert policy.min() >= 0 and policy.max() <= 2 * beta
+    gammas, _, mu = gp_mean_surface(state)  # the candidates' γ: half within 10 % of β
+    assert np.all(np.diff(gammas) > 0) and np.all(np.isfinite(mu))
+    assert np.mean(np.abs(gammas - beta) < 0.1 * beta) > 0.5
+
+
 # ---------------------------------------------------------------------------------------
 # The bandit alternative, the other named samplers, errors
 # ---------------------------------------------------------------------------------------

@@ -140,6 +140,9 @@ EPS_FACTORS = Option("eps_factors", positive_float, (0.1, 10.0),
 ADAPT_IN_SAMPLING = Option("adapt_in_sampling", bool, True,
                            "keep tuning after warm-up (a vanishing adaptation)")
 K_BOUNDS, GAMMA_BOUNDS = KNOBS["im_grid"]
+GAMMA_SCALE = Option("gamma_scale", str, "linear",
+                     "the GP's γ axis: linear, or stretched around β (beta)",
+                     choices=("linear", "beta"))
 
 AHMC_TUNER: Schema = (
     EPS_BOUNDS, STEPS_BOUNDS, REWARD, SCHEDULE, ACQUISITION, MASS, BO_STEPS, MASS_WINDOWS,
@@ -173,10 +176,10 @@ TUNERS: dict[str, Schema] = {
                choices=("systematic", "multinomial")),
         MASS._replace(default="diag"), MASS_WINDOWS, EPS_FACTORS,
         START._replace(default="center")),
-    "im_bandit": (K_BOUNDS, GAMMA_BOUNDS,
+    "im_bandit": (K_BOUNDS, GAMMA_BOUNDS, GAMMA_SCALE,
                   Option("reward", str, "energy_acf", "the bandit's reward"),
                   ACQUISITION, SCHEDULE),
-    "im_bayesopt": (K_BOUNDS, GAMMA_BOUNDS,
+    "im_bayesopt": (K_BOUNDS, GAMMA_BOUNDS, GAMMA_SCALE,
                     Option("reward", str, "energy_acf", "the bandit's reward"),
                     BO_STEPS._replace(default=None, help="BO steps in warm-up (default: "
                                                          "warmup // 100, at most 100)"),

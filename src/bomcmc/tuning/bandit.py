@@ -2,7 +2,7 @@
 §3; Wang 2012, ch. 3, Algs 2–3; constants from the authors' MATLAB code for the former).
 
 A bandit searches a `KnobBox`: two named knobs, each with its bounds, searched on a log
-scale or not, and integer or not, e.g. (log ε, L) for HMC or (γ, k) for the IM sampler.
+scale, a scale stretched around a point (`KnobBox.warp`) or as it is, and integer or not, e.g. (log ε, L) for HMC or (γ, k) for the IM sampler.
 A point is in search coordinates (log ε, not ε). Its `BanditState` is what changes during a
 run: the GP of the observations, the current point, the schedule position i, the largest
 reward max_j r_j (for the rescaling s) and the seed of the coin flips (the i-th coin is the
@@ -51,10 +51,17 @@ class KnobBox(NamedTuple):
     upper: tuple[float, ...]
     integer: tuple[bool, ...]
     log: tuple[bool, ...]
+    # per axis None, or (c, s): searched in u = sign(v − c) log(1 + |v − c| / s), which
+    # stretches the axis around c (the IM sampler's γ around β, `im_tuner.im_box`)
+    warp: tuple = ()
 
     def axis_names(self) -> tuple[str, ...]:
         """The search coordinates' names: "log_step_size" for a log axis."""
-        return tuple(("log_" + n) if lg else n for n, lg in zip(self.names, self.log))
+        return tuple(("log_" + n) if lg else ("warped_" + n) if wp else n
+                     for n, lg, wp in zip(self.names, self.log, self.warps()))
+
+    def warps(self) -> tuple:
+        return self.warp or (None,) * len(self.names)
 
 
 class BanditConfig(NamedTuple):
@@ -93,29 +100,45 @@ class BanditState(NamedTuple):
 # -- the box ----------------------------------------------------------------------------------
 def lower(box: KnobBox) -> np.ndarray:
     """The box's lower corner in search coordinates (log where searched so, ⌈·⌉ if integer)."""
-    return np.array([_coord(v, lg, math.ceil if it else None)
-                     for v, lg, it in zip(box.lower, box.log, box.integer)])
+    return np.array([_coord(v, lg, wp, math.ceil if it else None)
+                     for v, lg, wp, it in zip(box.lower, box.log, box.warps(), box.integer)])
 
 
 def upper(box: KnobBox) -> np.ndarray:
     """The box's upper corner in search coordinates (⌊·⌋ if integer)."""
-    return np.array([_coord(v, lg, math.floor if it else None)
-                     for v, lg, it in zip(box.upper, box.log, box.integer)])
+    return np.array([_coord(v, lg, wp, math.floor if it else None)
+                     for v, lg, wp, it in zip(box.upper, box.log, box.warps(), box.integer)])
 
 
-def _coord(v: float, log: bool, rounding):
-    v = math.log(v) if log else v
+def _coord(v: float, log: bool, warp, rounding=None):
+    if log:
+        v = math.log(v)
+    elif warp is not None:
+        c, s = warp
+        v = math.copysign(math.log1p(abs(v - c) / s), v - c)
     return rounding(v) if rounding else v
+
+
+def _value(x: float, log: bool, warp) -> float:
+    if log:
+        return math.exp(x)
+    if warp is not None:
+        c, s = warp
+        return c + math.copysign(s * math.expm1(abs(x)), x)
+    return x
 
 
 def to_search(box: KnobBox, values) -> tuple[float, ...]:
     """Knob values (ε, L) to search coordinates (log ε, L)."""
-    return tuple(math.log(v) if lg else v for v, lg in zip(values, box.log))
+    return tuple(_coord(v, lg, wp) for v, lg, wp in zip(values, box.log, box.warps()))
 
 
 def to_knobs(box: KnobBox, point) -> tuple:
-    """A point (log ε, L) to knob values (ε, L)."""
-    return tuple(math.exp(x) if lg else x for x, lg in zip(point, box.log))
+    """A point (log ε, L) to knob values (ε, L); a warped axis's clipped to its bounds,
+    which its rounding error could leave."""
+    return tuple(min(max(_value(x, lg, wp), lo), hi) if wp else _value(x, lg, wp)
+                 for x, lg, wp, lo, hi in zip(point, box.log, box.warps(), box.lower,
+                                              box.upper))
 
 
 def snap(box: KnobBox, x) -> tuple:
@@ -213,9 +236,10 @@ def trust_region(state: BanditState, after: int) -> tuple[np.ndarray, np.ndarray
     if state.i <= after or state.gp.n_obs == 0:
         return lo_box, hi_box
     x = np.asarray(incumbent(state), dtype=float)
-    f = np.array([math.log(TRUST) if lg else TRUST for lg in state.box.log])
-    lo = np.where(state.box.log, x - f, x / f)
-    hi = np.where(state.box.log, x + f, x * f)
+    additive = [lg or wp is not None for lg, wp in zip(state.box.log, state.box.warps())]
+    f = np.array([math.log(TRUST) if a else TRUST for a in additive])
+    lo = np.where(additive, x - f, x / f)
+    hi = np.where(additive, x + f, x * f)
     return np.maximum(lo_box, lo), np.minimum(hi_box, np.maximum(hi, lo_box))
 
 
@@ -373,7 +397,9 @@ def box_from_json(d: dict | None) -> KnobBox | None:
         return None
     return KnobBox(tuple(d["names"]), tuple(float(v) for v in d["lower"]),
                    tuple(float(v) for v in d["upper"]), tuple(bool(v) for v in d["integer"]),
-                   tuple(bool(v) for v in d["log"]))
+                   tuple(bool(v) for v in d["log"]),
+                   tuple(None if w is None else (float(w[0]), float(w[1]))
+                         for w in d.get("warp", ())))
 
 
 def from_json(d: dict, config: BanditConfig) -> BanditState:

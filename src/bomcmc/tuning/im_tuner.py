@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import BomcmcError
 from . import sir_policy
 from .gp import GaussianProcess
-from .bandit import KnobBox
+from .bandit import KnobBox, lower, to_knobs, upper
 from .gp_bandit import GPBanditTuner, box_of_state
 
 POLICY_SIZE = 1000  # M
@@ -51,6 +51,7 @@ MAX_BO_STEPS = 100  # I (Mahendran 2011 §4.2.1)
 # the GP of the authors' code for Mahendran et al. 2012
 SIGNAL_VAR, NOISE_VAR, LENGTHSCALE_FACTOR = 1.0, 0.1, 0.1
 _SIR_STREAM = 0x52  # numpy seed [seed, 0, _SIR_STREAM] for the resampling
+WARP_WIDTH = 100.0  # `im_box`: the warp's scale s = c / WARP_WIDTH
 
 
 def check_box(k_bounds, gamma_bounds) -> tuple[tuple[int, int], tuple[float, float]]:
@@ -69,11 +70,18 @@ def check_box(k_bounds, gamma_bounds) -> tuple[tuple[int, int], tuple[float, flo
     return (int(k_lo), int(k_hi)), (g_lo, g_hi)
 
 
-def im_box(k_bounds, gamma_bounds) -> KnobBox:
-    """The IM sampler's box (`check_box`): γ linear, k an integer."""
+def im_box(k_bounds, gamma_bounds, warp_at: float | None = None) -> KnobBox:
+    """The IM sampler's box (`check_box`): k an integer; γ linear, or with `warp_at` = c
+    searched in u = sign(γ − c) log(1 + |γ − c| / (c / 100)) (`bandit.KnobBox.warp`), which
+    gives the GP's length scale in γ near c a hundredth of its length far from it."""
     (k_lo, k_hi), (g_lo, g_hi) = check_box(k_bounds, gamma_bounds)
+    warp = ()
+    if warp_at is not None:
+        if not (isinstance(warp_at, (int, float)) and math.isfinite(warp_at) and warp_at > 0):
+            raise BomcmcError(f"the γ warp's centre must be a positive number, got {warp_at!r}")
+        warp = ((float(warp_at), float(warp_at) / WARP_WIDTH), None)
     return KnobBox(("gamma", "k"), (g_lo, float(k_lo)), (g_hi, float(k_hi)), (False, True),
-                   (False, False))
+                   (False, False), warp)
 
 
 class IMBanditTuner(GPBanditTuner):
@@ -85,9 +93,9 @@ class IMBanditTuner(GPBanditTuner):
     history_keys = ("gamma", "k")
 
     def __init__(self, k_bounds, gamma_bounds, reward="energy_acf", start: str = "center",
-                 **options):
-        super().__init__(reward=reward, start=start, box=im_box(k_bounds, gamma_bounds),
-                         **options)
+                 warp_at: float | None = None, **options):
+        super().__init__(reward=reward, start=start,
+                         box=im_box(k_bounds, gamma_bounds, warp_at), **options)
         self.knobs_hint = (f"{type(self).__name__} tunes the IM sampler's k and gamma; this "
                            "sampler has no such knobs")
 
@@ -207,8 +215,9 @@ class IMBayesOptTuner(IMBanditTuner):
             warnings.warn("IMBayesOpt: no finite reward in the adaptation phase; the policy is "
                           "uniform over the box", stacklevel=2)
         gp = self.gp if self.gp is not None else self.make_gp()
-        gammas, ks = sir_policy.grid_candidates(self.lower, self.upper, self.n_gamma)
-        mu = gp.predict(np.column_stack([gammas, ks.astype(float)]))[0]
+        us, ks = sir_policy.grid_candidates(self.lower, self.upper, self.n_gamma)
+        mu = gp.predict(np.column_stack([us, ks.astype(float)]))[0]
+        gammas = np.array([to_knobs(self.bandit.box, (u, 1))[0] for u in us])
         w = sir_policy.sir_weights(mu, self.temperature)
         rng = np.random.default_rng([self.seed, 0, _SIR_STREAM])
         idx = sir_policy.resample(w, self.policy_size, rng, self.resampling)
@@ -235,17 +244,17 @@ def gp_mean_surface(state: dict, n_gamma: int = N_GAMMA):
     """(γ grid, k grid, μ (n_k, n_gamma)) of a saved IM tuner state: the GP mean over the box
     (Mahendran 2011 Figs 4.3, 4.6, 4.9), with the tried points in state["gp"]."""
     box = box_of_state(state)
-    (k_lo, k_hi), (g_lo, g_hi) = check_box((box.lower[1], box.upper[1]),
-                                           (box.lower[0], box.upper[0]))
+    (k_lo, k_hi), _ = check_box((box.lower[1], box.upper[1]), (box.lower[0], box.upper[0]))
+    (u_lo, _), (u_hi, _) = lower(box), upper(box)  # γ's search coordinates
     cfg = state.get("config") or {}
-    width = np.array([g_hi - g_lo, k_hi - k_lo], dtype=float)
+    width = np.array([u_hi - u_lo, k_hi - k_lo], dtype=float)
     factor = float(cfg.get("lengthscale_factor", LENGTHSCALE_FACTOR))
     gp = GaussianProcess(np.where(width > 0, factor * width, 1.0),
                          signal_var=float(cfg.get("signal_var", SIGNAL_VAR)),
                          noise_var=float(cfg.get("noise_var", NOISE_VAR)))
     gp.load_state_dict(state["gp"])
-    gammas = np.linspace(g_lo, g_hi, int(n_gamma))
+    us = np.linspace(u_lo, u_hi, int(n_gamma))
     ks = np.arange(k_lo, k_hi + 1)
-    gg, kk = np.meshgrid(gammas, ks)
-    mu = gp.predict(np.column_stack([gg.ravel(), kk.ravel().astype(float)]))[0]
-    return gammas, ks, mu.reshape(kk.shape)
+    uu, kk = np.meshgrid(us, ks)
+    mu = gp.predict(np.column_stack([uu.ravel(), kk.ravel().astype(float)]))[0]
+    return np.array([to_knobs(box, (u, 1))[0] for u in us]), ks, mu.reshape(kk.shape)
