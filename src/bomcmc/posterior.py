@@ -291,7 +291,7 @@ _FLAT = Latest(8)
 # before the flat gradient is concatenated from them, not inside the concatenation. On a GPU,
 # XLA fused the per-chain sums of a scalar leaf's gradient (σ's, summed over a 4096-cell
 # field) into the concatenation, and emitted that fusion as a serial loop: 285 of a leapfrog
-# step's 381 µs (docs/rmhmc.md, "Where a step of the LGCP goes on a GPU").
+# step's 381 µs (docs/rmhmc.md, "At the paper's size on a GPU").
 
 
 def _flatten(posterior: Posterior, check_finite: bool) -> FlatPosterior:

@@ -2,7 +2,8 @@
 §3; Wang 2012, ch. 3, Algs 2–3; constants from the authors' MATLAB code for the former).
 
 A bandit searches a `KnobBox`: two named knobs, each with its bounds, searched on a log
-scale, a scale stretched around a point (`KnobBox.warp`) or as it is, and integer or not, e.g. (log ε, L) for HMC or (γ, k) for the IM sampler.
+scale, on a scale stretched around a point (`KnobBox.warp`) or as they are, and integer or
+not, e.g. (log ε, L) for HMC or (γ, k) for the IM sampler.
 A point is in search coordinates (log ε, not ε). Its `BanditState` is what changes during a
 run: the GP of the observations, the current point, the schedule position i, the largest
 reward max_j r_j (for the rescaling s) and the seed of the coin flips (the i-th coin is the
