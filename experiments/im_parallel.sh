@@ -5,6 +5,7 @@
 # plus Kawasaki (its five trials in one process: it is fast). Each process writes
 # OUT/parts/<method>-s<seed>.json when its trial ends; a trial that TIMEOUT_S cuts off writes
 # nothing (its log says so). The finished parts are merged into OUT/<MODEL>.json.
+# GAMMA_SCALE=linear gives IMBayesOpt the linear γ axis it had before 2026-11-28.
 set -u
 model=$1; warmup=$2; draws=$3; out=$4; limit=${5:-0}
 methods=${6:-"IMExpert IMUnif IMBayesOpt"}
@@ -19,7 +20,8 @@ run() {  # run NAME SEEDS: one process on the next core
   local name=$1 seeds=$2 tag="$1-s${2//,/_}"
   ( taskset -c $((core % ncores)) $t python experiments/im_sampler.py --model "$model" \
       --methods "$name" --seeds "$seeds" --warmup "$warmup" --draws "$draws" \
-      --out "$out/parts/$tag.json" > "$out/logs/$tag.log" 2>&1
+      ${GAMMA_SCALE:+--gamma-scale "$GAMMA_SCALE"} --out "$out/parts/$tag.json" \
+      > "$out/logs/$tag.log" 2>&1
     echo "$tag exit $?" >> "$out/logs/$tag.log" ) &
   core=$((core + 1))
 }

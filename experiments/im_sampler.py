@@ -160,16 +160,26 @@ def plots(result: dict, out_dir: Path) -> list[str]:
 
     bo = result["methods"].get("IMBayesOpt")
     if bo and all("tuner_state" in t for t in bo["trials"]):
+        from bomcmc.tuning import bandit
+        from bomcmc.tuning.gp_bandit import box_of_state
+
         surf = [gp_mean_surface(t["tuner_state"]) for t in bo["trials"]]
         gammas, ks = surf[0][0], surf[0][1]
         mu = np.mean([s[2] for s in surf], axis=0)
+        box = box_of_state(bo["trials"][0]["tuner_state"])
+        # the GP's own γ axis (stretched around β where the box is warped), labelled in γ
+        axis = np.array([bandit.to_search(box, (g, 1))[0] for g in gammas])
         fig, ax = plt.subplots(figsize=(6, 4))
-        im = ax.pcolormesh(gammas, ks, mu, shading="auto", cmap="viridis")
+        im = ax.pcolormesh(axis, ks, mu, shading="auto", cmap="viridis")
         fig.colorbar(im, ax=ax, label="GP mean of h (average over trials)")
         for t in bo["trials"]:
-            X = np.asarray(t["tuner_state"]["gp"]["X"])
+            X = np.asarray(t["tuner_state"]["gp"]["X"])  # search coordinates
             ax.plot(X[:, 0], X[:, 1], "w.", ms=3)
-        ax.set(xlabel="γ", ylabel="k", title=f"{model}: IMBayesOpt's GP mean, points tried")
+        if box.warps()[0] is not None:
+            ticks = np.linspace(axis[0], axis[-1], 9)
+            ax.set_xticks(ticks, [f"{bandit.to_knobs(box, (u, 1))[0]:.3g}" for u in ticks])
+        ax.set(xlabel="γ" + (" (the GP's stretched axis)" if box.warps()[0] else ""),
+               ylabel="k", title=f"{model}: IMBayesOpt's GP mean, points tried")
         path = out_dir / f"{model}-gp-mean.png"
         fig.savefig(path, dpi=110, bbox_inches="tight")
         written.append(str(path))
@@ -205,9 +215,9 @@ def main(argv=None) -> int:
     ap.add_argument("--bo-steps", type=int, default=None,
                     help="IMBayesOpt's BO steps in warm-up (default: warmup // 100, at most "
                          "100); fewer steps are longer blocks, each reward less noisy")
-    ap.add_argument("--gamma-scale", choices=("linear", "beta"), default=None,
-                    help="IMBayesOpt's γ axis for its GP (default linear; beta: stretched "
-                         "around β)")
+    ap.add_argument("--gamma-scale", choices=("beta", "linear"), default=None,
+                    help="IMBayesOpt's γ axis for its GP (default beta: stretched around β; "
+                         "linear: as before 2026-11-28)")
     ap.add_argument("--gamma-bounds", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                     help="IMBayesOpt's and IMUnif's γ box (default: the model's)")
     ap.add_argument("--seeds", default=None,

@@ -86,8 +86,9 @@ def test_bayesopt_adapts_in_blocks_of_100_then_samples_a_frozen_policy(bo_run):
 
 def test_bayesopt_policy_samples_the_exact_distribution(bo_run):
     """The sampling phase is a fixed mixture of exact IM kernels: the energy levels pass the
-    chi-square test of test_kernels_intracluster. Measured over seeds 0-2: acceptance
-    0.82-0.85, X² 6.8, 3.7, 14.9 on 6 degrees of freedom against the 0.1 % point 22.5."""
+    chi-square test of test_kernels_intracluster. Measured over seeds 0-2 with the default γ
+    axis (stretched around β): acceptance 0.83, X² 7.1, 2.1, 8.2 on 6 degrees of freedom
+    against the 0.1 % point 22.5 (the linear axis: 2.7, 0.8, 6.0)."""
     _, res = bo_run
     levels, p = _exact_levels(ENUM_4X4)
     x2, df = _chi2_levels(_energy(res, ENUM_4X4), levels, p)
@@ -107,9 +108,10 @@ def test_cut_run_resumes_to_identical_draws_and_policy(bo_run, tmp_path, keep):
 
 
 def test_gamma_searched_stretched_around_beta():
-    """gamma_scale="beta": the GP sees γ as u = sign(γ − β) log(1 + 100 |γ − β| / β), so
-    the policy's candidates crowd around β, where the IM move's acceptance falls off
-    (docs/spins.md); the knobs stay γ, inside the box, and the state reloads."""
+    """gamma_scale="beta" (the default): the GP sees γ as u = sign(γ − β) log(1 + 100 |γ − β|
+    / β), so the policy's candidates crowd around β, where the IM move's acceptance falls
+    off (docs/spins.md); the knobs stay γ, inside the box, and the state reloads.
+    gamma_scale="linear" is Mahendran's axis."""
     from bomcmc.tuning import bandit
     from bomcmc.tuning.im_tuner import im_box
 
@@ -119,9 +121,9 @@ def test_gamma_searched_stretched_around_beta():
         u = bandit.to_search(box, (g, 3))[0]
         assert bandit.to_knobs(box, (u, 3))[0] == pytest.approx(g, abs=1e-12)
     assert bandit.to_search(box, (0.43, 3))[0] < bandit.to_search(box, (0.44, 3))[0] - 1
-    res = bomcmc.sample(posterior="ising-4x4", sampler="im_bayesopt", gamma_scale="beta",
-                        chains=2, warmup=300, draws=100, seed=0, progress=False,
-                        policy_size=50)
+    run = dict(posterior="ising-4x4", sampler="im_bayesopt", chains=2, warmup=300, draws=100,
+               seed=0, progress=False, policy_size=50)
+    res = bomcmc.sample(**run)
     state = json.loads(res.idata.tuning.attrs["tuner_state"])
     assert bandit.box_from_json(state["box"]) == box
     tried = np.asarray(res.idata.tuning["gamma"])
@@ -131,6 +133,11 @@ def test_gamma_searched_stretched_around_beta():
     gammas, _, mu = gp_mean_surface(state)  # the candidates' γ: half within 10 % of β
     assert np.all(np.diff(gammas) > 0) and np.all(np.isfinite(mu))
     assert np.mean(np.abs(gammas - beta) < 0.1 * beta) > 0.5
+    linear = bomcmc.sample(**{**run, "warmup": 100, "draws": 10, "gamma_scale": "linear"})
+    state = json.loads(linear.idata.tuning.attrs["tuner_state"])
+    assert bandit.box_from_json(state["box"]) == im_box((1, 8), (0.0, 2 * beta))
+    gammas, _, _ = gp_mean_surface(state)
+    assert np.allclose(np.diff(gammas), gammas[1] - gammas[0])
 
 
 # ---------------------------------------------------------------------------------------

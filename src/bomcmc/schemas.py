@@ -140,9 +140,9 @@ EPS_FACTORS = Option("eps_factors", positive_float, (0.1, 10.0),
 ADAPT_IN_SAMPLING = Option("adapt_in_sampling", bool, True,
                            "keep tuning after warm-up (a vanishing adaptation)")
 K_BOUNDS, GAMMA_BOUNDS = KNOBS["im_grid"]
-GAMMA_SCALE = Option("gamma_scale", str, "linear",
-                     "the GP's γ axis: linear, or stretched around β (beta)",
-                     choices=("linear", "beta"))
+GAMMA_SCALE = Option("gamma_scale", str, "beta",
+                     "the GP's γ axis: stretched around β (beta), or linear (Mahendran's)",
+                     choices=("beta", "linear"))
 
 AHMC_TUNER: Schema = (
     EPS_BOUNDS, STEPS_BOUNDS, REWARD, SCHEDULE, ACQUISITION, MASS, BO_STEPS, MASS_WINDOWS,
