@@ -207,8 +207,9 @@ def _make_im_tuner(model, two_phase_: bool, options: dict, spec, flat, states):
     k_bounds, gamma_bounds = _box(model, opts)
     opts.pop("k_bounds", None), opts.pop("gamma_bounds", None)
     # γ searched stretched around β, where the IM move's acceptance falls off (docs/spins.md,
-    # "γ stretched around β")
-    opts["warp_at"] = model.beta if opts.pop("gamma_scale", "beta") == "beta" else None
+    # "γ stretched around β"): IMBayesOpt's default, measured; the bandit's is linear
+    scale = opts.pop("gamma_scale", "beta" if two_phase_ else "linear")
+    opts["warp_at"] = model.beta if scale == "beta" else None
     if two_phase_:
         return im_tuner.IMBayesOptTuner(k_bounds, gamma_bounds, warmup=spec.warmup,
                                         seed=spec.seed, **opts)

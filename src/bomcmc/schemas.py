@@ -176,7 +176,7 @@ TUNERS: dict[str, Schema] = {
                choices=("systematic", "multinomial")),
         MASS._replace(default="diag"), MASS_WINDOWS, EPS_FACTORS,
         START._replace(default="center")),
-    "im_bandit": (K_BOUNDS, GAMMA_BOUNDS, GAMMA_SCALE,
+    "im_bandit": (K_BOUNDS, GAMMA_BOUNDS, GAMMA_SCALE._replace(default="linear"),
                   Option("reward", str, "energy_acf", "the bandit's reward"),
                   ACQUISITION, SCHEDULE),
     "im_bayesopt": (K_BOUNDS, GAMMA_BOUNDS, GAMMA_SCALE,

@@ -23,11 +23,11 @@ at least 26 moves and over chains. The chains share θ and pool their draws in t
 Decisions (docs/spins.md, "Tuning"):
 - GP of the authors' code: zero mean, signal variance 1, noise variance 0.1, SE-ARD length
   scales 0.1 × the box's widths; the GP sees h itself (h ≤ 1, no rescaling).
-- Not the authors': through the samplers `im_bandit` and `im_bayesopt` (gamma_scale "beta",
-  the default) the GP sees γ stretched around the model's β (`im_box`'s warp), since the
-  IM move's acceptance falls off within a few hundredths of β, narrower than the length
-  scale in linear γ; measured better on all three of Mahendran's models (docs/spins.md,
-  "γ stretched around β"). The tuner classes themselves default to the linear axis.
+- Not the authors': through the sampler `im_bayesopt` (gamma_scale "beta", its default;
+  `im_bandit` takes it too) the GP sees γ stretched around the model's β (`im_box`'s warp),
+  since the IM move's acceptance falls off within a few hundredths of β, narrower than the
+  length scale in linear γ; measured better on all three of Mahendran's models
+  (docs/spins.md, "γ stretched around β"). The tuner classes default to the linear axis.
 - First θ: the box's centre (the authors' code).
 - M = 1000 settings (the authors' code draws 1000; Mahendran 2011 used M = N, the grid's
   size, which makes the policy no better resolved, only larger).
