@@ -107,7 +107,7 @@ def test_cut_run_resumes_to_identical_draws_and_policy(bo_run, tmp_path, keep):
     assert a.tuning.attrs["tuner_state"] == b.tuning.attrs["tuner_state"]
 
 
-def test_gamma_searched_stretched_around_beta():
+def test_gamma_searched_stretched_around_beta(tmp_path):
     """gamma_scale="beta" (the default): the GP sees γ as u = sign(γ − β) log(1 + 100 |γ − β|
     / β), so the policy's candidates crowd around β, where the IM move's acceptance falls
     off (docs/spins.md); the knobs stay γ, inside the box, and the state reloads.
@@ -133,6 +133,15 @@ def test_gamma_searched_stretched_around_beta():
     gammas, _, mu = gp_mean_surface(state)  # the candidates' γ: half within 10 % of β
     assert np.all(np.diff(gammas) > 0) and np.all(np.isfinite(mu))
     assert np.mean(np.abs(gammas - beta) < 0.1 * beta) > 0.5
+    # the summary and its plot show the GP's points in γ, not in the GP's coordinates
+    from bomcmc.diagnostics.spin_plots import describe_im_tuning, gamma_of, plot_im_surface
+
+    u = np.asarray(state["gp"]["X"])[:, 0]
+    np.testing.assert_allclose(gamma_of(state, u), [bandit.to_knobs(box, (x, 1))[0] for x in u],
+                               atol=2e-4)
+    best = float(describe_im_tuning(state).split("at γ=")[1].split(",")[0])
+    assert 0 <= best <= 2 * beta
+    assert plot_im_surface(res, tmp_path / "surface.png").stat().st_size > 0
     linear = bomcmc.sample(**{**run, "warmup": 100, "draws": 10, "gamma_scale": "linear"})
     state = json.loads(linear.idata.tuning.attrs["tuner_state"])
     assert bandit.box_from_json(state["box"]) == im_box((1, 8), (0.0, 2 * beta))

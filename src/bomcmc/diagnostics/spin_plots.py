@@ -29,13 +29,31 @@ def im_state(idata) -> dict | None:
     return state
 
 
+def gamma_of(state: dict, u) -> np.ndarray:
+    """γ at points u of the GP's γ axis: u itself on the linear axis, else read from the
+    state's "gamma_axis" table (`IMBanditTuner.state_dict`: a stretched axis)."""
+    table = state.get("gamma_axis")
+    if not table:
+        return np.asarray(u, dtype=float)
+    return np.interp(u, table["u"], table["gamma"])
+
+
+def axis_of(state: dict, gamma) -> np.ndarray:
+    """`gamma_of`'s inverse: where values of γ lie on the GP's γ axis."""
+    table = state.get("gamma_axis")
+    if not table:
+        return np.asarray(gamma, dtype=float)
+    return np.interp(gamma, table["gamma"], table["u"])
+
+
 def describe_im_tuning(state: dict) -> str:
     """The tuner, its rewards observed, the best of them and where, and the policy."""
     X = np.asarray(state["gp"]["X"], dtype=float)
     means = np.asarray(state["gp"]["sums"], dtype=float) / np.asarray(state["gp"]["counts"])
     best = int(np.argmax(means))
     line = (f"tuner ({state['name']}): {int(np.sum(state['gp']['counts']))} rewards, best "
-            f"{means[best]:.3g} at γ={X[best, 0]:.3g}, k={int(X[best, 1])}")
+            f"{means[best]:.3g} at γ={float(gamma_of(state, X[best, 0])):.3g}, "
+            f"k={int(X[best, 1])}")
     policy = state.get("policy")
     if policy:
         line += (f"; frozen policy of {len(policy['k'])} settings ({policy['n_unique']} "
@@ -65,9 +83,14 @@ def plot_im_surface(idata, path: str | os.PathLike) -> Path:
         ax.plot(surface["tried_x"], surface["tried_y"], "w.", ms=4, label="settings tried")
         policy = state.get("policy")
         if policy:
-            ax.plot(policy["gamma"], policy["k"], "r+", ms=5, alpha=0.4,
+            ax.plot(axis_of(state, policy["gamma"]), policy["k"], "r+", ms=5, alpha=0.4,
                     label=f"policy ({policy['n_unique']} distinct of {len(policy['k'])})")
-        ax.set(xlabel="γ", ylabel="k",
+        stretched = bool(state.get("gamma_axis"))
+        if stretched:  # the GP's own axis, labelled in γ
+            ticks = np.linspace(surface["x"][0], surface["x"][-1], 7)
+            ax.set_xticks(ticks, [f"{g:.3g}" for g in gamma_of(state, ticks)])
+        ax.set(xlabel="γ (the GP's axis, stretched around β)" if stretched else "γ",
+               ylabel="k",
                title=" | ".join(["learned reward surface"] + _names(_attrs(idata))))
         ax.legend(loc="upper right", fontsize=8)
         path = Path(path)

@@ -121,6 +121,18 @@ class IMBanditTuner(GPBanditTuner):
         """m = 100 moves per chunk, the block whose h is one reward (Mahendran 2011 §4.2.1)."""
         return min(chunk_size, BO_STEP_DRAWS)
 
+    def state_dict(self, history: bool = True) -> dict:
+        """`GPBanditTuner.state_dict`, and on a stretched γ axis "gamma_axis": γ at 101 evenly
+        spaced points of the GP's axis ({"u", "gamma"}), from which the summary and its plot
+        read the GP's points in γ (`diagnostics/spin_plots.py`)."""
+        state = super().state_dict(history)
+        box = self.bandit.box
+        if box is not None and box.warps()[0] is not None:
+            u = np.linspace(lower(box)[0], upper(box)[0], 101)
+            state["gamma_axis"] = {"u": u.tolist(),
+                                   "gamma": [to_knobs(box, (x, 1))[0] for x in u]}
+        return state
+
 
 class IMBayesOptTuner(IMBanditTuner):
     """IMBayesOpt (module docstring): EI in the warm-up's BO steps, then a frozen SIR policy
