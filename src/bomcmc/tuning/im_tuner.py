@@ -78,7 +78,8 @@ def check_box(k_bounds, gamma_bounds) -> tuple[tuple[int, int], tuple[float, flo
 def im_box(k_bounds, gamma_bounds, warp_at: float | None = None) -> KnobBox:
     """The IM sampler's box (`check_box`): k an integer; γ linear, or with `warp_at` = c
     searched in u = sign(γ − c) log(1 + |γ − c| / (c / 100)) (`bandit.KnobBox.warp`), which
-    gives the GP's length scale in γ near c a hundredth of its length far from it."""
+    shrinks the GP's length scale in γ near c (on the 2D grid's box, 0.007 next to β
+    against 0.27 at γ = 0)."""
     (k_lo, k_hi), (g_lo, g_hi) = check_box(k_bounds, gamma_bounds)
     warp = ()
     if warp_at is not None:
@@ -259,7 +260,9 @@ class IMBayesOptTuner(IMBanditTuner):
 
 def gp_mean_surface(state: dict, n_gamma: int = N_GAMMA):
     """(γ grid, k grid, μ (n_k, n_gamma)) of a saved IM tuner state: the GP mean over the box
-    (Mahendran 2011 Figs 4.3, 4.6, 4.9), with the tried points in state["gp"]."""
+    (Mahendran 2011 Figs 4.3, 4.6, 4.9), with the tried points in state["gp"] (in the GP's
+    coordinates). The γ grid is evenly spaced on the GP's γ axis: uneven in γ where the
+    axis is stretched around β."""
     box = box_of_state(state)
     (k_lo, k_hi), _ = check_box((box.lower[1], box.upper[1]), (box.lower[0], box.upper[0]))
     (u_lo, _), (u_hi, _) = lower(box), upper(box)  # γ's search coordinates
