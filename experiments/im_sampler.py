@@ -20,7 +20,8 @@ traces and the GP mean.
 on separate cores; `--merge A.json B.json ... --out ALL.json` joins their results (each
 method's trials in seed order, summaries recomputed), as if one process had run them all.
 `--gamma-bounds LO HI` narrows the γ box of the methods that search it (IMBayesOpt, IMUnif,
-IMBandit).
+IMBandit). `--gamma-scale linear` gives IMBayesOpt's GP the linear γ axis (Mahendran's, and
+bomcmc's default before 2026-11-28) instead of the axis stretched around β.
 """
 
 from __future__ import annotations
