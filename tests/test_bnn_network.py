@@ -2,6 +2,7 @@
 Gibbs-within-HMC, predictions and pre-training (docs/bnn.md)."""
 
 import math
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -505,6 +506,21 @@ def test_classification_prediction_equals_brute_force():
                    for d in np.asarray(flat[:, : mb.dim])])
     np.testing.assert_allclose(outb["probs"], (1 / (1 + np.exp(-lb))).mean(0), rtol=1e-10)
     np.testing.assert_array_equal(outb["vote"], ((lb > 0).mean(0) > 0.5).astype(int))
+
+
+def test_binary_probabilities_of_large_logits_warn_of_nothing():
+    """Weights large enough for logits of ±1000 (a confident classifier on unscaled inputs):
+    the probabilities are 0 and 1, with no overflow warning (1/(1 + e^{-f}) overflowed)."""
+    X = np.array([[-1.0, 0.0], [1.0, 0.0]])
+    m = BNN(X, np.array([0, 1]), hidden=(1,), prior="ih 1 bh 1 ho 1 bo 1", likelihood="binary")
+    tree = m.unravel(jnp.zeros(m.dim))
+    w = {k: np.zeros(np.shape(v)) for k, v in tree["w"].items()}
+    w["ih0"].flat[0], w["ho"].flat[0] = 50.0, 1000.0  # x1 → a saturated tanh → logit ±1000
+    flat = np.asarray(m.ravel({**tree, "w": w}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = bnn_predict.predict_classification(m, flat[None], X)
+    np.testing.assert_allclose(out["probs"][:, 0], [0.0, 1.0], atol=1e-300)
 
 
 def test_prediction_reads_inference_data():

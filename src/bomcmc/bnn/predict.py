@@ -23,6 +23,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.special
 
 from ..config import float_dtype
 from ..errors import BomcmcError
@@ -155,7 +156,7 @@ def predict_classification(model, draws: Any, X, thin: int = 1) -> dict:
         raise BomcmcError("predict_classification needs a 'binary' or 'class' model")
     f = forward(model, draws, X, thin)  # logits (S, n, k)
     if model.likelihood == "binary":
-        p = 1.0 / (1.0 + np.exp(-f))
+        p = scipy.special.expit(f)  # 1/(1 + e^{-f}) without overflow at large |f|
         votes = (f > 0).astype(float)  # each draw's class: p > 1/2
         frac = votes.mean(axis=0)
         return {"probs": p.mean(axis=0), "pred": (p.mean(axis=0) > 0.5).astype(int),
