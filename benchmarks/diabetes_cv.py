@@ -21,6 +21,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -113,7 +114,8 @@ def _params(pairs) -> dict:
 def _version(text: str) -> tuple[str, str, dict]:
     name, rest = text.split("=", 1)
     src, _, extra = rest.partition(":")
-    return name, str((ROOT / src).resolve()), _params(x for x in extra.split(",") if x)
+    items = re.split(r",(?=\s*\w+=)", extra)  # a value may hold commas: eps_bounds=(0.01,1.01)
+    return name, str((ROOT / src).resolve()), _params(x for x in items if x)
 
 
 def run_one(src: str, params: dict) -> dict:

@@ -21,7 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from ..errors import BomcmcError
-from .defaults import BUDGET, SUPER_TRANSITIONS
+from .defaults import BUDGET, ETA_BOUNDS, SUPER_TRANSITIONS
 from .estimator import BayesianMLPBase, checked
 
 DEFAULT_CLASS_PRIOR = "ih 0.05:0.5 bh 0.05:0.5 ho x0.05:0.5 bo 100"  # FBM's recipe, no noise
@@ -46,7 +46,7 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
                  activation: str = "tanh", sampler: str = "ahmc_cv", folds: int = 8,
                  chains: int = 1, super_transitions: int = SUPER_TRANSITIONS,
                  budget: int = BUDGET,
-                 burn_in: float = 0.25, eps_bounds=(0.01, 1.01), steps_bounds=(20, 500),
+                 burn_in: float = 0.25, eps_bounds=ETA_BOUNDS, steps_bounds=(20, 500),
                  step_size: float = 0.1, steps: int = 100, window: int = 1,
                  nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,

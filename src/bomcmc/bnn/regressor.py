@@ -18,7 +18,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import validate_data
 
 from ..errors import BomcmcError
-from .defaults import BUDGET, SUPER_TRANSITIONS
+from .defaults import BUDGET, ETA_BOUNDS, SUPER_TRANSITIONS
 from .estimator import DEFAULT_NOISE, DEFAULT_PRIOR, BayesianMLPBase, checked
 
 
@@ -37,6 +37,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         burn_in: fraction of the budget whose draws are discarded (with `until_ess`, of
             the sampling's gradients so far).
         eps_bounds, steps_bounds: the bandit's box for η and L ("ahmc_gibbs", "ahmc_cv").
+            The η box is a quarter of Wang's [0.01, 1.01], which diverged more often at
+            these defaults (docs/bnn.md); his reproductions pass his.
         step_size, steps: η and L for "neal_gibbs"; window: W of Neal's (1994) accept and
             reject windows for "neal_gibbs" (FBM's `hybrid L:W η`; 1: plain HMC).
         nuts_warmup: NUTS's warm-up transitions.
@@ -63,7 +65,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
                  activation: str = "tanh", sampler: str = "ahmc_cv", folds: int = 8,
                  chains: int = 1, super_transitions: int = SUPER_TRANSITIONS,
                  budget: int = BUDGET,
-                 burn_in: float = 0.25, eps_bounds=(0.01, 1.01), steps_bounds=(20, 500),
+                 burn_in: float = 0.25, eps_bounds=ETA_BOUNDS, steps_bounds=(20, 500),
                  step_size: float = 0.1, steps: int = 100, window: int = 1,
                  nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,

@@ -26,7 +26,7 @@ def add_parsers(sub, types) -> None:
     """Register `bnn` and `demo` on the main parser's subparsers. `types`: the main CLI's
     argparse types (positive_int, nonneg_int, positive_float, probability). A list of
     argument declarations, one per line, hence its length."""
-    from ..bnn.defaults import (BUDGET, DEFAULT_NOISE, DEFAULT_PRIOR, SAMPLERS,
+    from ..bnn.defaults import (BUDGET, DEFAULT_NOISE, DEFAULT_PRIOR, ETA_BOUNDS, SAMPLERS,
                                 SUPER_TRANSITIONS, sampler_name)
     from .demo import BUDGETS
 
@@ -78,9 +78,10 @@ def add_parsers(sub, types) -> None:
                    help="sample until the predictions at the training inputs and the "
                         "training log-likelihood have bulk and tail ESS >= E and R-hat <= "
                         "1.01 after the burn-in, the budget a cap (needs --chains >= 2)")
-    f.add_argument("--eps-bounds", type=types["positive_float"], nargs=2, default=(0.01, 1.01),
+    f.add_argument("--eps-bounds", type=types["positive_float"], nargs=2, default=ETA_BOUNDS,
                    metavar=("A", "B"), help="the bandit's box for the step size factor η "
-                                            "(ahmc samplers; default: 0.01 1.01)")
+                                            "(ahmc samplers; default: %s %s; Wang's for the "
+                                            "robot arm: 0.01 1.01)" % ETA_BOUNDS)
     f.add_argument("--steps-bounds", type=types["positive_int"], nargs=2, default=(20, 500),
                    metavar=("A", "B"), help="the bandit's box for the leapfrog steps L "
                                             "(ahmc samplers; default: 20 500)")
