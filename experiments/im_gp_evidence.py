@@ -1,6 +1,7 @@
 """What IMBayesOpt's 100 rewards say about k (issue 33): the GP's hyperparameters refitted by
-maximum marginal likelihood (type-II ML) on each trial's saved observations, and the SIR
-policy that the refitted mean would give, beside the policy the run used.
+maximum marginal likelihood (type-II ML; Rasmussen & Williams 2006, §5.4.1) on each trial's
+saved observations, and the SIR policy that the refitted mean would give, beside the policy
+the run used.
 
     python experiments/im_gp_evidence.py benchmarks/results/im-ising-60x60-paper-warp.json \\
         benchmarks/results/im-spinglass-9x9x9-paper-warp.json \\
