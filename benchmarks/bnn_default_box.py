@@ -71,10 +71,18 @@ def fit_one(data: str, eps_bounds: tuple[float, float], seed: int) -> dict:
         warnings.simplefilter("always")
         est.fit(X, y)
     wall = time.perf_counter() - t
-    div = np.asarray(est.idata_.sample_stats["diverging"].values)
+    div = np.asarray(est.idata_.sample_stats["diverging"].values).ravel()
+    eta = np.asarray(est.idata_.sample_stats["step_size"].values).ravel()
+    where = np.flatnonzero(div)
     value = (est.test_error(Xt, yt) if score == "test_error" else est.score(Xt, yt))
     return {"data": data, "eps_bounds": list(eps_bounds), "seed": seed, "wall_s": wall,
             "divergent_fraction": float(div.mean()), "kept_draws": int(div.size),
+            # the bandit's η at the kept draws, diverged or not, and where the divergences lie
+            "eta_median_divergent": float(np.median(eta[div])) if where.size else None,
+            "eta_min_divergent": float(eta[div].min()) if where.size else None,
+            "eta_median_other": float(np.median(eta[~div])) if (~div).any() else None,
+            "divergent_draws_first_last": [int(where[0]), int(where[-1])] if where.size
+            else None,
             score: float(value),
             "warnings": [str(w.message)[:120] for w in caught
                          if type(w.message).__name__ == "SamplingWarning"]}
