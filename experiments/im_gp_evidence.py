@@ -27,10 +27,8 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
 
-from bomcmc.tuning.bandit import lower, upper
 from bomcmc.tuning.gp import se_ard_kernel
-from bomcmc.tuning.im_tuner import box_of_state, gp_mean_surface
-from bomcmc.tuning.im_tuner import TEMPERATURE
+from bomcmc.tuning.im_tuner import TEMPERATURE, gp_mean_surface, surface_grid
 
 
 def _observations(state: dict):
@@ -96,8 +94,7 @@ def one_trial(state: dict) -> dict:
     X, y, counts = _observations(state)
     fit = refit(X, y, counts)
     gammas, ks, mu_run = gp_mean_surface(state)
-    (u_lo, _), (u_hi, _) = lower(box_of_state(state)), upper(box_of_state(state))
-    uu, kk = np.meshgrid(np.linspace(u_lo, u_hi, gammas.size), ks)
+    uu, kk = np.meshgrid(*surface_grid(state))  # the grid the run's surface is on
     grid = np.column_stack([uu.ravel(), kk.ravel().astype(float)])
     mu_fit = fit["mean"] + se_ard_kernel(grid, X, np.array(fit["lengthscales"]),
                                          fit["signal_var"]) @ fit["alpha"]

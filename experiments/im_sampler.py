@@ -38,7 +38,7 @@ import arviz as az
 import numpy as np
 
 import bomcmc
-from bomcmc.tuning.im_tuner import gp_mean_surface
+from bomcmc.tuning.im_tuner import gp_mean_surface, surface_grid
 from bomcmc.tuning.rewards import energy_acf
 
 METHODS = {"IMExpert": "im_expert", "IMUnif": "im_unif", "Kawasaki": "kawasaki",
@@ -165,11 +165,11 @@ def plots(result: dict, out_dir: Path) -> list[str]:
         from bomcmc.tuning.gp_bandit import box_of_state
 
         surf = [gp_mean_surface(t["tuner_state"]) for t in bo["trials"]]
-        gammas, ks = surf[0][0], surf[0][1]
+        ks = surf[0][1]
         mu = np.mean([s[2] for s in surf], axis=0)
         box = box_of_state(bo["trials"][0]["tuner_state"])
         # the GP's own γ axis (stretched around β where the box is warped), labelled in γ
-        axis = np.array([bandit.to_search(box, (g, 1))[0] for g in gammas])
+        axis = surface_grid(bo["trials"][0]["tuner_state"])[0]
         fig, ax = plt.subplots(figsize=(6, 4))
         im = ax.pcolormesh(axis, ks, mu, shading="auto", cmap="viridis")
         fig.colorbar(im, ax=ax, label="GP mean of h (average over trials)")

@@ -16,7 +16,7 @@ LAYERS = [
     {"errors", "_version"},
     {"config"},
     {"validation", "options", "distributed", "data"},
-    {"posterior", "datasets", "store", "schemas"},
+    {"posterior", "datasets", "store", "schemas", "knob_box"},
     {"kernels", "models"},  # kernels never import models, nor models kernels
     {"adaptation"},  # in-jit warm-up
     {"tuning"},  # host-side tuning

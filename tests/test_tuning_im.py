@@ -134,11 +134,13 @@ def test_gamma_searched_stretched_around_beta(tmp_path):
     assert np.all(np.diff(gammas) > 0) and np.all(np.isfinite(mu))
     assert np.mean(np.abs(gammas - beta) < 0.1 * beta) > 0.5
     # the summary and its plot show the GP's points in γ, not in the GP's coordinates
-    from bomcmc.diagnostics.spin_plots import describe_im_tuning, gamma_of, plot_im_surface
+    from bomcmc.diagnostics.spin_plots import (axis_of, describe_im_tuning, gamma_of,
+                                               plot_im_surface)
 
     u = np.asarray(state["gp"]["X"])[:, 0]
-    np.testing.assert_allclose(gamma_of(state, u), [bandit.to_knobs(box, (x, 1))[0] for x in u],
-                               atol=2e-4)
+    closed = beta + np.sign(u) * beta / 100 * np.expm1(np.abs(u))  # γ = β + sign(u) s(e^|u|−1)
+    np.testing.assert_allclose(gamma_of(state, u), np.clip(closed, 0.0, 2 * beta), rtol=1e-12)
+    np.testing.assert_allclose(axis_of(state, gamma_of(state, u)), u, rtol=1e-9, atol=1e-12)
     best = float(describe_im_tuning(state).split("at γ=")[1].split(",")[0])
     assert 0 <= best <= 2 * beta
     assert plot_im_surface(res, tmp_path / "surface.png").stat().st_size > 0

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..knob_box import box_from_json, to_knobs, to_search
+
 IM_TUNERS = ("im_bayesopt", "im_bandit")
 
 
@@ -30,20 +32,23 @@ def im_state(idata) -> dict | None:
 
 
 def gamma_of(state: dict, u) -> np.ndarray:
-    """γ at points u of the GP's γ axis: u itself on the linear axis, else read from the
-    state's "gamma_axis" table (`IMBanditTuner.state_dict`: a stretched axis)."""
-    table = state.get("gamma_axis")
-    if not table:
-        return np.asarray(u, dtype=float)
-    return np.interp(u, table["u"], table["gamma"])
+    """γ at points u of the GP's γ axis, from the state's saved box: u itself on a linear
+    axis, γ = β + sign(u) s (e^|u| − 1) on one stretched around β (`knob_box.to_knobs`)."""
+    box = box_from_json(state["box"])
+    g = [to_knobs(box, (x, box.lower[1]))[0] for x in np.ravel(u)]
+    return np.reshape(g, np.shape(u))
 
 
 def axis_of(state: dict, gamma) -> np.ndarray:
     """`gamma_of`'s inverse: where values of γ lie on the GP's γ axis."""
-    table = state.get("gamma_axis")
-    if not table:
-        return np.asarray(gamma, dtype=float)
-    return np.interp(gamma, table["gamma"], table["u"])
+    box = box_from_json(state["box"])
+    x = [to_search(box, (g, box.lower[1]))[0] for g in np.ravel(gamma)]
+    return np.reshape(x, np.shape(gamma))
+
+
+def stretched(state: dict) -> bool:
+    """Whether the GP searched γ on an axis stretched around β."""
+    return box_from_json(state["box"]).warps()[0] is not None
 
 
 def describe_im_tuning(state: dict) -> str:
@@ -85,11 +90,11 @@ def plot_im_surface(idata, path: str | os.PathLike) -> Path:
         if policy:
             ax.plot(axis_of(state, policy["gamma"]), policy["k"], "r+", ms=5, alpha=0.4,
                     label=f"policy ({policy['n_unique']} distinct of {len(policy['k'])})")
-        stretched = bool(state.get("gamma_axis"))
-        if stretched:  # the GP's own axis, labelled in γ
+        warped = stretched(state)
+        if warped:  # the GP's own axis, labelled in γ
             ticks = np.linspace(surface["x"][0], surface["x"][-1], 7)
             ax.set_xticks(ticks, [f"{g:.3g}" for g in gamma_of(state, ticks)])
-        ax.set(xlabel="γ (the GP's axis, stretched around β)" if stretched else "γ",
+        ax.set(xlabel="γ (the GP's axis, stretched around β)" if warped else "γ",
                ylabel="k",
                title=" | ".join(["learned reward surface"] + _names(_attrs(idata))))
         ax.legend(loc="upper right", fontsize=8)

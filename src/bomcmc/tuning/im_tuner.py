@@ -77,7 +77,7 @@ def check_box(k_bounds, gamma_bounds) -> tuple[tuple[int, int], tuple[float, flo
 
 def im_box(k_bounds, gamma_bounds, warp_at: float | None = None) -> KnobBox:
     """The IM sampler's box (`check_box`): k an integer; γ linear, or with `warp_at` = c
-    searched in u = sign(γ − c) log(1 + |γ − c| / (c / 100)) (`bandit.KnobBox.warp`), which
+    searched in u = sign(γ − c) log(1 + |γ − c| / (c / 100)) (`knob_box.KnobBox.warp`), which
     shrinks the GP's length scale in γ near c (on the 2D grid's box, 0.007 next to β
     against 0.27 at γ = 0)."""
     (k_lo, k_hi), (g_lo, g_hi) = check_box(k_bounds, gamma_bounds)
@@ -121,18 +121,6 @@ class IMBanditTuner(GPBanditTuner):
     def chunk_draws(self, knobs, chunk_size: int) -> int | None:
         """m = 100 moves per chunk, the block whose h is one reward (Mahendran 2011 §4.2.1)."""
         return min(chunk_size, BO_STEP_DRAWS)
-
-    def state_dict(self, history: bool = True) -> dict:
-        """`GPBanditTuner.state_dict`, and on a stretched γ axis "gamma_axis": γ at 101 evenly
-        spaced points of the GP's axis ({"u", "gamma"}), from which the summary and its plot
-        read the GP's points in γ (`diagnostics/spin_plots.py`)."""
-        state = super().state_dict(history)
-        box = self.bandit.box
-        if box is not None and box.warps()[0] is not None:
-            u = np.linspace(lower(box)[0], upper(box)[0], 101)
-            state["gamma_axis"] = {"u": u.tolist(),
-                                   "gamma": [to_knobs(box, (x, 1))[0] for x in u]}
-        return state
 
 
 class IMBayesOptTuner(IMBanditTuner):
@@ -258,23 +246,29 @@ class IMBayesOptTuner(IMBanditTuner):
         self.phases = sir_policy.phases_from_json(state)
 
 
-def gp_mean_surface(state: dict, n_gamma: int = N_GAMMA):
-    """(γ grid, k grid, μ (n_k, n_gamma)) of a saved IM tuner state: the GP mean over the box
-    (Mahendran 2011 Figs 4.3, 4.6, 4.9), with the tried points in state["gp"] (in the GP's
-    coordinates). The γ grid is evenly spaced on the GP's γ axis: uneven in γ where the
-    axis is stretched around β."""
+def surface_grid(state: dict, n_gamma: int = N_GAMMA) -> tuple[np.ndarray, np.ndarray]:
+    """The grid `gp_mean_surface` evaluates on, in the GP's coordinates: n_gamma points
+    evenly spaced on the γ axis (uneven in γ where it is stretched around β) and every
+    integer k of the box."""
     box = box_of_state(state)
     (k_lo, k_hi), _ = check_box((box.lower[1], box.upper[1]), (box.lower[0], box.upper[0]))
     (u_lo, _), (u_hi, _) = lower(box), upper(box)  # γ's search coordinates
+    return np.linspace(u_lo, u_hi, int(n_gamma)), np.arange(k_lo, k_hi + 1)
+
+
+def gp_mean_surface(state: dict, n_gamma: int = N_GAMMA):
+    """(γ grid, k grid, μ (n_k, n_gamma)) of a saved IM tuner state: the GP mean over the box
+    (Mahendran 2011 Figs 4.3, 4.6, 4.9) on `surface_grid`, with the tried points in
+    state["gp"] (in the GP's coordinates)."""
+    box = box_of_state(state)
+    us, ks = surface_grid(state, n_gamma)
     cfg = state.get("config") or {}
-    width = np.array([u_hi - u_lo, k_hi - k_lo], dtype=float)
+    width = np.array([us[-1] - us[0], ks[-1] - ks[0]], dtype=float)
     factor = float(cfg.get("lengthscale_factor", LENGTHSCALE_FACTOR))
     gp = GaussianProcess(np.where(width > 0, factor * width, 1.0),
                          signal_var=float(cfg.get("signal_var", SIGNAL_VAR)),
                          noise_var=float(cfg.get("noise_var", NOISE_VAR)))
     gp.load_state_dict(state["gp"])
-    us = np.linspace(u_lo, u_hi, int(n_gamma))
-    ks = np.arange(k_lo, k_hi + 1)
     uu, kk = np.meshgrid(us, ks)
     mu = gp.predict(np.column_stack([uu.ravel(), kk.ravel().astype(float)]))[0]
     return np.array([to_knobs(box, (u, 1))[0] for u in us]), ks, mu.reshape(kk.shape)
