@@ -4,6 +4,10 @@ fit prints, and the fit's score, for each box on the same data and seeds, in one
     python benchmarks/bnn_default_box.py --box wang=0.01,1.01 --box quarter=0.0025,0.25 \\
         --data sin,diabetes,robot_arm --seeds 0,1,2 --out benchmarks/results/bnn-box.json
 
+A box may carry the bandit's ceiling on η after divergences as a third number,
+`--box ceiling=0.0025,0.25,0.8` (`divergence_margin`); without one the bandit is Wang's
+(`divergence_margin=None`, the estimators' default before the ceiling).
+
 Data (inputs standardised with the training cases' mean and sd, as a scikit-learn pipeline
 would, except the robot arm's angles, raw as in Neal's and Wang's runs):
 
@@ -15,8 +19,8 @@ would, except the robot arm's angles, raw as in Neal's and Wang's runs):
   score accuracy on the other 169.
 - robot_arm: `bomcmc.datasets.robot_arm`; the score is `test_error` on its test set.
 
-Every fit runs at the estimators' defaults except `eps_bounds`: 1 chain, float32, 100
-super-transitions of 4000 gradients, the first quarter burn-in. Each is reported with its
+Every fit runs at the estimators' defaults except `eps_bounds` and `divergence_margin`:
+1 chain, float32, 100 super-transitions of 4000 gradients, the first quarter burn-in. Each is reported with its
 wall time, the fraction of kept draws that diverged, and the warnings' first words.
 """
 
@@ -57,7 +61,8 @@ def _data(name: str):
     raise SystemExit(f"unknown data {name!r}")
 
 
-def fit_one(data: str, eps_bounds: tuple[float, float], seed: int) -> dict:
+def fit_one(data: str, eps_bounds: tuple[float, float], seed: int,
+            margin: float | None = None) -> dict:
     from bomcmc import BayesianMLPClassifier, BayesianMLPRegressor
 
     kind, X, y, Xt, yt, score = _data(data)
@@ -65,7 +70,7 @@ def fit_one(data: str, eps_bounds: tuple[float, float], seed: int) -> dict:
         mu, sd = X.mean(axis=0), X.std(axis=0) + 1e-12
         X, Xt = (X - mu) / sd, (Xt - mu) / sd
     cls = BayesianMLPRegressor if kind == "regressor" else BayesianMLPClassifier
-    est = cls(eps_bounds=eps_bounds, seed=seed, progress=False)
+    est = cls(eps_bounds=eps_bounds, divergence_margin=margin, seed=seed, progress=False)
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -75,7 +80,8 @@ def fit_one(data: str, eps_bounds: tuple[float, float], seed: int) -> dict:
     eta = np.asarray(est.idata_.sample_stats["step_size"].values).ravel()
     where = np.flatnonzero(div)
     value = (est.test_error(Xt, yt) if score == "test_error" else est.score(Xt, yt))
-    return {"data": data, "eps_bounds": list(eps_bounds), "seed": seed, "wall_s": wall,
+    return {"data": data, "eps_bounds": list(eps_bounds), "divergence_margin": margin,
+            "seed": seed, "wall_s": wall,
             "divergent_fraction": float(div.mean()), "kept_draws": int(div.size),
             # the bandit's η at the kept draws, diverged or not, and where the divergences lie
             "eta_median_divergent": float(np.median(eta[div])) if where.size else None,
@@ -90,7 +96,7 @@ def fit_one(data: str, eps_bounds: tuple[float, float], seed: int) -> dict:
 
 def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--box", action="append", required=True, help="name=lo,hi")
+    ap.add_argument("--box", action="append", required=True, help="name=lo,hi[,margin]")
     ap.add_argument("--data", default="sin,diabetes,breast_cancer,robot_arm")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--out", default=None)
@@ -98,13 +104,13 @@ def main(argv=None) -> list[dict]:
     boxes = []
     for text in args.box:
         name, _, pair = text.partition("=")
-        lo, hi = (float(v) for v in pair.split(","))
-        boxes.append((name, (lo, hi)))
+        lo, hi, *margin = (float(v) for v in pair.split(","))
+        boxes.append((name, (lo, hi), margin[0] if margin else None))
     rows = []
     for data in args.data.split(","):
         for seed in (int(s) for s in args.seeds.split(",")):
-            for name, box in boxes:  # the boxes alternate, so both see the machine alike
-                row = {"box": name, **fit_one(data, box, seed)}
+            for name, box, margin in boxes:  # they alternate: each sees the machine alike
+                row = {"box": name, **fit_one(data, box, seed, margin)}
                 rows.append(row)
                 print(json.dumps({k: v for k, v in row.items() if k != "warnings"}),
                       flush=True)

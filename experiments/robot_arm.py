@@ -130,7 +130,8 @@ def run_one(method: str, budget: str, seed: int, workdir: Path,
     kwargs = {"prior": PRIOR, **METHODS[method]}
     reg = BayesianMLPRegressor(hidden=(16,), noise=NOISE, chains=1,
                                super_transitions=n_super, budget=steps, burn_in=1 / 3,
-                               eps_bounds=(0.01, 1.01), steps_bounds=(20, l_max), seed=seed,
+                               eps_bounds=(0.01, 1.01), steps_bounds=(20, l_max),
+                               divergence_margin=None, seed=seed,
                                out=workdir / f"{method}-{seed}", progress=False,
                                overwrite=True, **kwargs)
     from bomcmc.errors import BomcmcError

@@ -21,7 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from ..errors import BomcmcError
-from .defaults import BUDGET, ETA_BOUNDS, SUPER_TRANSITIONS
+from .defaults import BUDGET, DIVERGENCE_MARGIN, ETA_BOUNDS, SUPER_TRANSITIONS
 from .estimator import BayesianMLPBase, checked
 
 DEFAULT_CLASS_PRIOR = "ih 0.05:0.5 bh 0.05:0.5 ho x0.05:0.5 bo 100"  # FBM's recipe, no noise
@@ -32,8 +32,8 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
 
     Args:
         hidden, prior, activation, sampler, folds, chains, super_transitions, budget,
-        burn_in, eps_bounds, steps_bounds, step_size, steps, window, nuts_warmup,
-        pretrain_steps, seed, out, progress, overwrite, shard_data, until_ess: as
+        burn_in, eps_bounds, steps_bounds, divergence_margin, step_size, steps, window,
+        nuts_warmup, pretrain_steps, seed, out, progress, overwrite, shard_data, until_ess: as
             `BayesianMLPRegressor` (there is no noise).
 
     A scikit-learn classifier: `classes_` holds the labels, `score` is the accuracy,
@@ -47,6 +47,7 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
                  chains: int = 1, super_transitions: int = SUPER_TRANSITIONS,
                  budget: int = BUDGET,
                  burn_in: float = 0.25, eps_bounds=ETA_BOUNDS, steps_bounds=(20, 500),
+                 divergence_margin: float | None = DIVERGENCE_MARGIN,
                  step_size: float = 0.1, steps: int = 100, window: int = 1,
                  nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
@@ -57,6 +58,7 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         self.sampler, self.folds, self.chains = sampler, folds, chains
         self.super_transitions, self.budget, self.burn_in = super_transitions, budget, burn_in
         self.eps_bounds, self.steps_bounds = eps_bounds, steps_bounds
+        self.divergence_margin = divergence_margin
         self.step_size, self.steps, self.nuts_warmup = step_size, steps, nuts_warmup
         self.window = window
         self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out

@@ -61,9 +61,9 @@ CONFIG = "bnn.json"
 # one compiled program (and its persistent-cache entry)
 ROW_MULTIPLE = 16
 # the parameters each sampler reads besides the shared ones: the warnings advise only these
-USES = {"ahmc_cv": ("eps_bounds", "steps_bounds", "folds"),
-        "ahmc_gibbs": ("eps_bounds", "steps_bounds"), "dyn_a": ("eps_bounds", "steps_bounds"),
-        "dyn_b": ("eps_bounds", "steps_bounds"), "dyn_b_gn": ("eps_bounds", "steps_bounds"),
+_BANDIT = ("eps_bounds", "steps_bounds", "divergence_margin")
+USES = {"ahmc_cv": _BANDIT + ("folds",), "ahmc_gibbs": _BANDIT, "dyn_a": _BANDIT,
+        "dyn_b": _BANDIT, "dyn_b_gn": _BANDIT,
         "neal_gibbs": ("step_size", "steps", "window"),
         "nuts": ("nuts_warmup",), "nuts_gibbs": ("nuts_warmup",)}
 SHARED = ("sampler", "chains", "super_transitions", "budget", "burn_in", "pretrain_steps", "seed")
@@ -122,6 +122,11 @@ class BayesianMLPBase(BaseEstimator):
         check_target(self.until_ess, self.chains)  # before pre-training, as the driver would
         if "steps_bounds" in USES.get(sampler_name(self.sampler), ()):  # before pre-training
             pair("steps_bounds", self.steps_bounds, integer=True)
+            margin = self.divergence_margin
+            if margin is not None and not (isinstance(margin, (int, float, np.floating))
+                                           and not isinstance(margin, bool) and 0 < margin <= 1):
+                raise BomcmcError(f"divergence_margin must be a number in (0, 1] or None, "
+                                  f"got {margin!r}")
 
     # -- fitting ----------------------------------------------------------------------------
     def _model(self, X, y):
@@ -153,7 +158,7 @@ class BayesianMLPBase(BaseEstimator):
 
         name = sampler_name(self.sampler)
         tuned = dict(adapt=None, eps_bounds=self.eps_bounds, steps_bounds=self.steps_bounds,
-                     budget=self.budget)
+                     budget=self.budget, divergence_margin=self.divergence_margin)
         cv = CVModel(model, self.folds) if name == "ahmc_cv" else None
         blocks = {"dyn_a": DynamicalA, "dyn_b": DynamicalB,
                   "dyn_b_gn": partial(DynamicalB, hyper_curvature="gauss_newton")}.get(name)

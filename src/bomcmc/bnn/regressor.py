@@ -18,7 +18,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import validate_data
 
 from ..errors import BomcmcError
-from .defaults import BUDGET, ETA_BOUNDS, SUPER_TRANSITIONS
+from .defaults import BUDGET, DIVERGENCE_MARGIN, ETA_BOUNDS, SUPER_TRANSITIONS
 from .estimator import DEFAULT_NOISE, DEFAULT_PRIOR, BayesianMLPBase, checked
 
 
@@ -39,6 +39,9 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         eps_bounds, steps_bounds: the bandit's box for η and L ("ahmc_gibbs", "ahmc_cv").
             The η box is a quarter of Wang's [0.01, 1.01], which diverged more often at
             these defaults (docs/bnn.md); his reproductions pass his.
+        divergence_margin: after the burn-in the bandit keeps η at most this × the smallest
+            η that diverged (0.8; None: Wang's bandit, whose annealed proposals may still
+            try a large η; docs/bnn.md, "Divergences and the η ceiling").
         step_size, steps: η and L for "neal_gibbs"; window: W of Neal's (1994) accept and
             reject windows for "neal_gibbs" (FBM's `hybrid L:W η`; 1: plain HMC).
         nuts_warmup: NUTS's warm-up transitions.
@@ -66,6 +69,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
                  chains: int = 1, super_transitions: int = SUPER_TRANSITIONS,
                  budget: int = BUDGET,
                  burn_in: float = 0.25, eps_bounds=ETA_BOUNDS, steps_bounds=(20, 500),
+                 divergence_margin: float | None = DIVERGENCE_MARGIN,
                  step_size: float = 0.1, steps: int = 100, window: int = 1,
                  nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
@@ -76,6 +80,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         self.sampler, self.folds, self.chains = sampler, folds, chains
         self.super_transitions, self.budget, self.burn_in = super_transitions, budget, burn_in
         self.eps_bounds, self.steps_bounds = eps_bounds, steps_bounds
+        self.divergence_margin = divergence_margin
         self.step_size, self.steps, self.nuts_warmup = step_size, steps, nuts_warmup
         self.window = window
         self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out

@@ -3,7 +3,8 @@
 Wang 2012 §3.2 and ch. 4 (Wang's robot-arm and Dexter runs): each transition is Neal's
 (`kernels/neal_gibbs_hmc.py`: exact Gibbs draws of every precision, then HMC on the weights
 with per-weight step sizes η·c^{-1/2} from Neal's curvature heuristic), and a GP bandit
-(`tuning.gp_bandit.GPBanditTuner`) tunes the shared (η, L) between super-transitions of a fixed
+(`tuning.gp_bandit.GPBanditTuner`, or `tuning.ceiling_bandit` with a ceiling on η after
+divergences) tunes the shared (η, L) between super-transitions of a fixed
 leapfrog budget (Wang 2012 §3.2: a super-transition of B leapfrog steps runs ⌊B/L⌋
 transitions), annealed with p_i = exp(−λ(i−1)), λ = 0.01 (Wang 2012, Alg. 3 and its
 footnote 3).
@@ -34,7 +35,7 @@ from ..kernels.neal_gibbs_hmc import neal_kernel
 from ..kernels.nuts_gibbs import nuts_gibbs_kernel
 from ..options import Option, positive_float, positive_int
 from ..registry import Sampler
-from ..tuning.gp_bandit import GPBanditTuner
+from ..tuning.ceiling_bandit import CeilingBanditTuner
 from ..validation import pair
 from .cv import CVModel, cv_reward
 
@@ -79,6 +80,8 @@ TUNER_OPTIONS = (
     Option("start", str, "corner", "the first setting tried",
            choices=("corner", "center", "knobs")),
     Option("adapt_in_sampling", bool, True, "keep tuning after warm-up"),
+    Option("divergence_margin", positive_float, None,
+           "after warm-up η <= this × the smallest η that diverged (none: Wang's bandit)"),
 )
 
 
@@ -98,9 +101,10 @@ def with_defaults(options: dict, cv: bool) -> dict:
     return opts
 
 
-def make_tuner(options: dict, spec, flat, states, *, model) -> GPBanditTuner:
+def make_tuner(options: dict, spec, flat, states, *, model) -> CeilingBanditTuner:
     """The run's GP bandit, from the options config.json records; `model` is the network
-    (a `CVModel` gets the cross-validation reward by default)."""
+    (a `CVModel` gets the cross-validation reward by default). Without a
+    `divergence_margin` the tuner is Wang's `GPBanditTuner`."""
     cv = isinstance(model, CVModel)
     opts = with_defaults(options, cv)
     stuck_zero = bool(opts.pop("stuck_zero", False))
@@ -113,7 +117,7 @@ def make_tuner(options: dict, spec, flat, states, *, model) -> GPBanditTuner:
     elif stuck_zero:
         raise BomcmcError("stuck_zero applies to the cross-validation rewards 'cv' and "
                           f"'cv_logloss', not to reward {opts['reward']!r}")
-    return GPBanditTuner(seed=spec.seed, **opts)
+    return CeilingBanditTuner(seed=spec.seed, **opts)
 
 
 def neal_sampler(model, name: str = "neal_gibbs", windowed: bool = False) -> Sampler:

@@ -2,10 +2,10 @@
 
     bomcmc bnn fit DATA.csv --target y1,y2 --out DIR [--inputs x1,x2] [--hidden 16 [8 ...]]
                    [--activation tanh] [--prior TEXT] [--noise TEXT]
-                   [--sampler ahmc_cv|ahmc_gibbs|neal_gibbs|nuts|nuts_gibbs] [--folds K] [--chains C]
-                   [--super-transitions S] [--budget B] [--burn-in F] [--until-ess E]
-                   [--window W]
-                   [--eps-bounds A B] [--steps-bounds A B] [--step-size E] [--steps L]
+                   [--sampler ahmc_cv|ahmc_gibbs|neal_gibbs|nuts|nuts_gibbs] [--folds K]
+                   [--chains C] [--super-transitions S] [--budget B] [--burn-in F]
+                   [--until-ess E] [--window W] [--eps-bounds A B] [--steps-bounds A B]
+                   [--divergence-margin M] [--step-size E] [--steps L]
                    [--pretrain-steps N] [--seed S] [--overwrite] [--no-progress] [--json]
     bomcmc bnn predict DIR NEW.csv [--out PRED.csv] [--include-noise]
     bomcmc demo [--budget small|default|paper] [--out DIR] [--seed S] [--sampler NAME]
@@ -17,17 +17,31 @@ CSV files have a header row; `--target` names the output columns and the other c
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
+
+
+def _margin(text: str) -> float | None:
+    """--divergence-margin: a number in (0, 1], or "none"."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not 0.0 < v <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1] or 'none', got {text!r}")
+    return v
 
 
 def add_parsers(sub, types) -> None:
     """Register `bnn` and `demo` on the main parser's subparsers. `types`: the main CLI's
     argparse types (positive_int, nonneg_int, positive_float, probability). A list of
     argument declarations, one per line, hence its length."""
-    from ..bnn.defaults import (BUDGET, DEFAULT_NOISE, DEFAULT_PRIOR, ETA_BOUNDS, SAMPLERS,
-                                SUPER_TRANSITIONS, sampler_name)
+    from ..bnn.defaults import (BUDGET, DEFAULT_NOISE, DEFAULT_PRIOR, DIVERGENCE_MARGIN,
+                                ETA_BOUNDS, SAMPLERS, SUPER_TRANSITIONS, sampler_name)
     from .demo import BUDGETS
 
     b = sub.add_parser("bnn", help="Bayesian neural network regression from CSV files",
@@ -85,6 +99,9 @@ def add_parsers(sub, types) -> None:
     f.add_argument("--steps-bounds", type=types["positive_int"], nargs=2, default=(20, 500),
                    metavar=("A", "B"), help="the bandit's box for the leapfrog steps L "
                                             "(ahmc samplers; default: 20 500)")
+    f.add_argument("--divergence-margin", type=_margin, default=DIVERGENCE_MARGIN, metavar="M",
+                   help="after the burn-in η stays at most M × the smallest η that diverged "
+                        "(ahmc samplers; 'none': Wang's bandit; default: %(default)s)")
     f.add_argument("--step-size", type=types["positive_float"], default=0.1,
                    metavar="X", help="η for --sampler neal_gibbs (default: %(default)s)")
     f.add_argument("--steps", type=types["positive_int"], default=100,
@@ -185,7 +202,8 @@ def _fit(args) -> int:
         activation=args.activation, sampler=args.sampler, folds=args.folds, chains=args.chains,
         super_transitions=args.super_transitions, budget=args.budget, burn_in=args.burn_in,
         eps_bounds=tuple(args.eps_bounds), steps_bounds=tuple(args.steps_bounds),
-        step_size=args.step_size, steps=args.steps, window=args.window,
+        divergence_margin=args.divergence_margin, step_size=args.step_size, steps=args.steps,
+        window=args.window,
         pretrain_steps=args.pretrain_steps,
         seed=args.seed, out=out, progress=False if args.no_progress else None, overwrite=True,
         shard_data=args.shard_data, until_ess=args.until_ess)

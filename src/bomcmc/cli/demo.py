@@ -68,7 +68,8 @@ def run_demo(budget: str = "default", out: str | os.PathLike = "bomcmc-demo", se
     reg = BayesianMLPRegressor(
         hidden=(16,), prior=PRIOR, noise=NOISE, sampler=sampler, folds=8, chains=1,
         super_transitions=n_super, budget=steps, burn_in=1 / 3, eps_bounds=(0.01, eta_max),
-        steps_bounds=(20, l_max), seed=seed, out=out, progress=progress, overwrite=True)
+        steps_bounds=(20, l_max), divergence_margin=None, seed=seed, out=out, progress=progress,
+        overwrite=True)
     (out / "summary.json").unlink(missing_ok=True)
     reg.fit(X, y)
     mean, std = reg.predict(Xt, return_std=True)

@@ -224,12 +224,14 @@ def _view(run: Run, plan: ChunkPlan, host) -> ChunkView:
     return distributed.allgather(view)
 
 
-def _tune(run: Run, plan: ChunkPlan, view: ChunkView):
+def _tune(run: Run, plan: ChunkPlan, view: ChunkView, warmup: int):
     """(next knobs, seconds): the tuner's step on the chunk's draws. Its host work (rewards,
     GP, acquisition) counts in the chunk's seconds and is recorded apart, so that its share
-    can be reported (totals["tuner_s"])."""
-    chunk = {"phase": plan.phase, "positions": view.positions, "lp": view.lp,
-             "info": view.info}
+    can be reported (totals["tuner_s"]). "next_phase" is the phase of the chunk the knobs
+    it returns will run, as the warm-up's length `warmup` stands now."""
+    after = plan.start_iter + plan.n_draws * plan.thin
+    chunk = {"phase": plan.phase, "next_phase": WARMUP if after < warmup else SAMPLING,
+             "positions": view.positions, "lp": view.lp, "info": view.info}
     t0 = time.perf_counter()
     next_knobs = run.tuner.after_chunk(view.knobs, chunk)
     return next_knobs, time.perf_counter() - t0
@@ -279,7 +281,7 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             out, host, wall = _run_and_transfer(run, plan, states, knobs, adapt_state)
             pace = wall / (plan.n_draws * plan.thin)
             view = _view(run, plan, host)
-            next_knobs, tuner_s = _tune(run, plan, view)
+            next_knobs, tuner_s = _tune(run, plan, view, warmup)
             rec = record(run, plan, knobs, next_knobs, host, wall + tuner_s, tuner_s)
             if run.writes_chunks:
                 run.store.write_chunk(plan.index, rec, part=tuple(run.group))

@@ -1,0 +1,128 @@
+"""Wang's GP bandit with a ceiling on ε after divergences (tuning/ceiling_bandit.py, the
+network estimators' tuner): after the warm-up no setting run exceeds margin × the smallest
+ε that diverged, from the first sampling chunk on; without a margin it is Wang's bandit
+exactly; and the ceiling survives a resume."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from bomcmc.errors import BomcmcError
+from bomcmc.kernels.hmc import HMCKnobs
+from bomcmc.tuning import divergence_ceiling as ceil
+from bomcmc.tuning.ceiling_bandit import CeilingBanditTuner
+from bomcmc.tuning.gp_bandit import GPBanditTuner
+
+CLIFF = 0.2  # the synthetic posterior's leapfrog diverges at ε ≥ CLIFF
+CHAINS, WARM, SAMPLING = 1, 15, 60
+
+
+def _tuner(cls=CeilingBanditTuner, **kw):
+    """The networks' bandit: Wang's exponential schedule keeps proposing in sampling."""
+    return cls(eps_bounds=(0.01, 1.0), steps_bounds=(1, 20), schedule="exponential",
+               lam=0.01, seed=0, maxfun=30, polish=False, **kw)
+
+
+def _chunk(eps, steps, i):
+    """A super-transition whose jumps grow with ε·L up to the cliff, where it diverges
+    (reward 0: the ESJD of a divergent chunk), so the GP's optimum sits just below it."""
+    jump = (eps * steps) ** 2 * (1.0 + 0.1 * math.sin(i))
+    info = {"esjd": np.full((CHAINS, 1), jump), "n_grad": np.full((CHAINS, 1), steps),
+            "diverging": np.full((CHAINS, 1), eps >= CLIFF)}
+    return {"phase": int(i >= WARM), "next_phase": int(i + 1 >= WARM),
+            "positions": np.zeros((CHAINS, 1, 2)), "info": info}
+
+
+def _run(tuner, steps, knobs=None, start=0):
+    """`steps` BO steps from step `start`; the (ε, L) each ran with, and the next knobs."""
+    if knobs is None:
+        knobs = tuner.initial_knobs(HMCKnobs(
+            step_size=np.full(CHAINS, 0.1), num_steps=np.full(CHAINS, 5, np.int32),
+            inverse_mass_matrix=np.ones((CHAINS, 2)), random_steps=np.ones(CHAINS, bool)))
+    ran = []
+    for i in range(start, start + steps):
+        eps, steps_ = float(knobs.step_size[0]), int(knobs.num_steps[0])
+        ran.append((eps, steps_))
+        knobs = tuner.after_chunk(knobs, _chunk(eps, steps_, i))
+    return ran, knobs
+
+
+def _above_the_ceiling(ran):
+    """The sampling steps whose ε exceeds MARGIN × the smallest ε that diverged before."""
+    out, smallest = [], math.inf
+    for i, (eps, _) in enumerate(ran):
+        if i >= WARM and eps > ceil.MARGIN * smallest * (1 + 1e-9):
+            out.append(i)
+        if eps >= CLIFF:
+            smallest = min(smallest, eps)
+    return out
+
+
+def test_sampling_stays_below_the_smallest_diverging_step_size():
+    tuner = _tuner(divergence_margin=ceil.MARGIN)
+    ran, _ = _run(tuner, WARM + SAMPLING)
+    assert any(e >= CLIFF for e, _ in ran[:WARM])  # the warm-up's exploration found the cliff
+    assert _above_the_ceiling(ran) == []
+    assert sum(e >= CLIFF for e, _ in ran[WARM:]) <= 1  # each lowers the ceiling by 0.8
+    assert tuner.state_dict()["divergence_ceiling"]["eps"] == min(e for e, _ in ran
+                                                                   if e >= CLIFF)
+
+
+def test_without_a_margin_it_is_wangs_bandit_and_sampling_diverges():
+    """The same chunks without the margin: every setting is the plain bandit's, and the
+    annealed proposals go back over the cliff (the broken variant of the test above)."""
+    ran, _ = _run(_tuner(), WARM + SAMPLING)
+    plain, _ = _run(_tuner(GPBanditTuner), WARM + SAMPLING)
+    assert ran == plain
+    assert _above_the_ceiling(ran) != []
+    assert sum(e >= CLIFF for e, _ in ran[WARM:]) >= 3
+
+
+def test_the_first_sampling_chunk_is_under_the_ceiling():
+    """The setting chosen after the warm-up's last chunk already obeys the ceiling: a bandit
+    that no longer proposes (λ large) would run the first sampling chunk where the last
+    warm-up chunk diverged; read off the chunk's phase alone, the ceiling would come a
+    chunk late and this would fail."""
+    tuner = _tuner(divergence_margin=0.5)
+    tuner.schedule = lambda i: 0.0
+    _, knobs = _run(tuner, WARM - 1)
+    tuner.bandit = tuner.bandit._replace(point=(math.log(0.3), 4))  # the last warm-up at 0.3
+    knobs = tuner.after_chunk(tuner._apply(knobs), _chunk(0.3, 4, WARM - 1))
+    assert tuner.ceiling.eps == 0.3
+    assert float(knobs.step_size[0]) == pytest.approx(0.5 * 0.3)
+    late = _chunk(0.3, 4, WARM - 1)
+    late["next_phase"] = late["phase"]
+    plain = _tuner(divergence_margin=0.5)
+    plain.schedule = lambda i: 0.0
+    _, knobs = _run(plain, WARM - 1)
+    plain.bandit = plain.bandit._replace(point=(math.log(0.3), 4))
+    assert float(plain.after_chunk(plain._apply(knobs), late).step_size[0]) == \
+        pytest.approx(0.3)
+
+
+def test_the_warm_up_is_not_steered():
+    """Divergences of the warm-up are recorded but bound no warm-up setting."""
+    with_margin, _ = _run(_tuner(divergence_margin=ceil.MARGIN), WARM - 1)
+    plain, _ = _run(_tuner(), WARM - 1)
+    assert with_margin == plain
+
+
+def test_a_resumed_tuner_keeps_its_ceiling():
+    tuner = _tuner(divergence_margin=ceil.MARGIN)
+    first, knobs = _run(tuner, WARM + 10)
+    again = _tuner(divergence_margin=ceil.MARGIN)
+    again.initial_knobs(knobs)
+    again.load_state_dict(tuner.state_dict())
+    assert again.ceiling == tuner.ceiling and again._sampling
+    rest, _ = _run(tuner, 20, knobs, start=WARM + 10)
+    rest_again, _ = _run(again, 20, knobs, start=WARM + 10)
+    assert rest == rest_again
+
+
+@pytest.mark.parametrize("margin", [0.0, 1.5, -0.2])
+def test_a_margin_outside_the_unit_interval_is_an_error(margin):
+    with pytest.raises(BomcmcError, match="divergence_margin"):
+        _tuner(divergence_margin=margin)
