@@ -90,6 +90,48 @@ def test_sample_uses_a_shared_persistent_cache_by_default(tmp_path):
     assert int(outs[-1][0].split()[1]) >= 2  # the chains' start and the chunk, from the cache
 
 
+BUILD = """
+from jax import monitoring
+import numpy as np, numpyro, numpyro.distributions as dist
+import bomcmc
+events = []
+monitoring.register_event_listener(
+    lambda name, **_: events.append(name.rsplit("/", 1)[1]) if "cache_" in name else None)
+
+def model(sigma, y=None):
+    mu = numpyro.sample("mu", dist.Normal(0, 5))
+    tau = numpyro.sample("tau", dist.HalfCauchy(5))
+    with numpyro.plate("J", len(sigma)):
+        theta = numpyro.sample("theta", dist.Normal(mu, tau))
+        numpyro.sample("obs", dist.Normal(theta, sigma), obs=y)
+
+bomcmc.from_numpyro(model, np.array([15.0, 10, 16, 11]), y=np.array([28.0, 8, -3, 7]))
+print("hits", events.count("cache_hits"), "misses", events.count("cache_misses"))
+"""
+
+
+def test_a_numpyro_model_built_in_a_new_process_finds_its_programs_in_the_cache(tmp_path):
+    """NumPyro initialises a model op by op, each new primitive and shape a small program
+    (about a hundred, several seconds, docs/benchmarks.md). `from_numpyro` turns the
+    persistent cache on first, so a second process finds them there; built before the
+    cache was on, as `sample` alone turns it on, none was written (0 misses, 0 hits)."""
+    env = {**os.environ, "BOMCMC_CACHE_DIR": str(tmp_path), "PYTHONPATH":
+           str(Path(__file__).resolve().parents[1] / "src") + os.pathsep
+           + os.environ.get("PYTHONPATH", "")}
+    env.pop("BOMCMC_NO_CACHE", None)
+
+    def build():
+        out = subprocess.run([sys.executable, "-c", BUILD], env=env, text=True,
+                             capture_output=True, timeout=120)
+        assert out.stdout.startswith("hits"), out.stderr[-2000:]
+        _, hits, _, misses = out.stdout.split()
+        return int(hits), int(misses)
+
+    first, second = build(), build()
+    assert first[1] >= 20, first  # written by the first process
+    assert second[0] >= 20 and second[1] <= first[1] // 4, (first, second)
+
+
 def test_a_cache_holding_uncapped_entries_still_takes_new_programs(tmp_path, monkeypatch):
     """A program cached with no size cap (by bomcmc before it set one, or by another program
     sharing the directory) has no access-time file; JAX's capped cache then failed every

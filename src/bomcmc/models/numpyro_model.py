@@ -24,6 +24,7 @@ import functools
 import jax
 import numpy as np
 
+from ..config import default_compilation_cache
 from ..errors import BomcmcError, first_line
 from ..posterior import INIT_RADIUS, Posterior
 
@@ -54,6 +55,9 @@ def from_numpyro(model, *args, **kwargs) -> Posterior:
                           f"{type(model).__name__}")
     name = model_name(model)
     _check_data(model, name, args, kwargs)
+    # NumPyro initialises the model op by op, a small program for each new primitive and
+    # shape: with the persistent cache on first, a new process finds them there
+    default_compilation_cache()
     try:
         info = initialize_model(jax.random.PRNGKey(0), model,
                                 init_strategy=init_to_uniform(radius=INIT_RADIUS),
