@@ -12,7 +12,7 @@ BUDGET = 4000
 # scores, and not on diabetes, where η ≥ 0.1 diverges (docs/bnn.md, "The estimators' η box").
 # The reproductions of Wang's tables pass his box.
 ETA_BOUNDS = (0.0025, 0.25)
-# After the burn-in the bandit keeps η at most this × the smallest η that diverged
+# Once an η has diverged, the bandit keeps η at most this × the smallest η that diverged
 # (tuning/ceiling_bandit.py, docs/bnn.md "Divergences and the η ceiling"); None: Wang's bandit.
 DIVERGENCE_MARGIN = 0.8
 SAMPLERS = ("ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs", "dyn_a", "dyn_b",

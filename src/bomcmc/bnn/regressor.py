@@ -39,9 +39,9 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         eps_bounds, steps_bounds: the bandit's box for η and L ("ahmc_gibbs", "ahmc_cv").
             The η box is a quarter of Wang's [0.01, 1.01], which diverged more often at
             these defaults (docs/bnn.md); his reproductions pass his.
-        divergence_margin: after the burn-in the bandit keeps η at most this × the smallest
-            η that diverged (0.8; None: Wang's bandit, whose annealed proposals may still
-            try a large η; docs/bnn.md, "Divergences and the η ceiling").
+        divergence_margin: once an η has diverged, the bandit keeps η at most this × the
+            smallest η that diverged (0.8; None: Wang's bandit, whose annealed proposals may
+            still try a large η; docs/bnn.md, "Divergences and the η ceiling").
         step_size, steps: η and L for "neal_gibbs"; window: W of Neal's (1994) accept and
             reject windows for "neal_gibbs" (FBM's `hybrid L:W η`; 1: plain HMC).
         nuts_warmup: NUTS's warm-up transitions.

@@ -81,7 +81,7 @@ TUNER_OPTIONS = (
            choices=("corner", "center", "knobs")),
     Option("adapt_in_sampling", bool, True, "keep tuning after warm-up"),
     Option("divergence_margin", positive_float, None,
-           "after warm-up η <= this × the smallest η that diverged (none: Wang's bandit)"),
+           "in sampling, η <= this × the smallest η that diverged (none: Wang's bandit)"),
 )
 
 

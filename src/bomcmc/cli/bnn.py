@@ -100,8 +100,9 @@ def add_parsers(sub, types) -> None:
                    metavar=("A", "B"), help="the bandit's box for the leapfrog steps L "
                                             "(ahmc samplers; default: 20 500)")
     f.add_argument("--divergence-margin", type=_margin, default=DIVERGENCE_MARGIN, metavar="M",
-                   help="after the burn-in η stays at most M × the smallest η that diverged "
-                        "(ahmc samplers; 'none': Wang's bandit; default: %(default)s)")
+                   help="once an η has diverged, η stays at most M × the smallest η that "
+                        "diverged (ahmc samplers; 'none': Wang's bandit; default: "
+                        "%(default)s)")
     f.add_argument("--step-size", type=types["positive_float"], default=0.1,
                    metavar="X", help="η for --sampler neal_gibbs (default: %(default)s)")
     f.add_argument("--steps", type=types["positive_int"], default=100,

@@ -12,8 +12,10 @@ smallest step size ε_div that diverged (`divergence_ceiling`), and in the sampl
     (`divergence_ceiling.safe_point`),
 
 so that a setting that diverged is left at once and each further divergence lowers the
-ceiling by at least the margin. The warm-up is the paper's: its divergences are recorded
-but steer nothing. With `divergence_margin=None` the tuner is `GPBanditTuner` exactly.
+ceiling by at least the margin. A warm-up (the driver's `warmup`) is the paper's: its
+divergences are recorded but steer nothing. The network estimators run none (their
+burn-in is a share of the sampling, dropped afterwards), so there the ceiling acts from the
+run's first divergence. With `divergence_margin=None` the tuner is `GPBanditTuner` exactly.
 """
 
 from __future__ import annotations
