@@ -6,17 +6,17 @@ exactly; and the ceiling survives a resume."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
-import numpy as np
 import pytest
 
+import cliff
 from bomcmc.errors import BomcmcError
-from bomcmc.kernels.hmc import HMCKnobs
 from bomcmc.tuning import divergence_ceiling as ceil
 from bomcmc.tuning.ceiling_bandit import CeilingBanditTuner
 from bomcmc.tuning.gp_bandit import GPBanditTuner
+from cliff import CLIFF
 
-CLIFF = 0.2  # the synthetic posterior's leapfrog diverges at ε ≥ CLIFF
 CHAINS, WARM, SAMPLING = 1, 15, 60
 
 
@@ -26,39 +26,9 @@ def _tuner(cls=CeilingBanditTuner, **kw):
                lam=0.01, seed=0, maxfun=30, polish=False, **kw)
 
 
-def _chunk(eps, steps, i):
-    """A super-transition whose jumps grow with ε·L up to the cliff, where it diverges
-    (reward 0: the ESJD of a divergent chunk), so the GP's optimum sits just below it."""
-    jump = (eps * steps) ** 2 * (1.0 + 0.1 * math.sin(i))
-    info = {"esjd": np.full((CHAINS, 1), jump), "n_grad": np.full((CHAINS, 1), steps),
-            "diverging": np.full((CHAINS, 1), eps >= CLIFF)}
-    return {"phase": int(i >= WARM), "next_phase": int(i + 1 >= WARM),
-            "positions": np.zeros((CHAINS, 1, 2)), "info": info}
-
-
-def _run(tuner, steps, knobs=None, start=0):
-    """`steps` BO steps from step `start`; the (ε, L) each ran with, and the next knobs."""
-    if knobs is None:
-        knobs = tuner.initial_knobs(HMCKnobs(
-            step_size=np.full(CHAINS, 0.1), num_steps=np.full(CHAINS, 5, np.int32),
-            inverse_mass_matrix=np.ones((CHAINS, 2)), random_steps=np.ones(CHAINS, bool)))
-    ran = []
-    for i in range(start, start + steps):
-        eps, steps_ = float(knobs.step_size[0]), int(knobs.num_steps[0])
-        ran.append((eps, steps_))
-        knobs = tuner.after_chunk(knobs, _chunk(eps, steps_, i))
-    return ran, knobs
-
-
-def _above_the_ceiling(ran):
-    """The sampling steps whose ε exceeds MARGIN × the smallest ε that diverged before."""
-    out, smallest = [], math.inf
-    for i, (eps, _) in enumerate(ran):
-        if i >= WARM and eps > ceil.MARGIN * smallest * (1 + 1e-9):
-            out.append(i)
-        if eps >= CLIFF:
-            smallest = min(smallest, eps)
-    return out
+_chunk = partial(cliff.chunk, chains=CHAINS, warm=WARM)
+_run = partial(cliff.run, chains=CHAINS, warm=WARM)
+_above_the_ceiling = partial(cliff.above_the_ceiling, warm=WARM)
 
 
 def test_sampling_stays_below_the_smallest_diverging_step_size():

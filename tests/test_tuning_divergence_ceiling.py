@@ -5,14 +5,13 @@ margin × the smallest ε that diverged, and the state survives a resume."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
-import numpy as np
-
-from bomcmc.kernels.hmc import HMCKnobs
+import cliff
 from bomcmc.tuning import divergence_ceiling as ceil
 from bomcmc.tuning.ahmc_tuner import AHMCTuner
+from cliff import CLIFF
 
-CLIFF = 0.2  # the synthetic posterior's leapfrog diverges at ε ≥ CLIFF
 CHAINS, BURN, SAMPLING = 4, 10, 30
 
 
@@ -21,37 +20,9 @@ def _tuner(**kw):
                      mass="identity", steps_cap=0, batch=1, maxfun=30, polish=False, **kw)
 
 
-def _chunk(eps, steps, i):
-    """A super-transition whose jumps grow with ε·L and which diverges at ε ≥ CLIFF."""
-    jump = (eps * steps) ** 2 * (1.0 + 0.1 * math.sin(i))
-    info = {"esjd": np.full((CHAINS, 1), jump), "n_grad": np.full((CHAINS, 1), steps),
-            "diverging": np.full((CHAINS, 1), eps >= CLIFF)}
-    return {"phase": int(i >= BURN), "positions": np.zeros((CHAINS, 1, 2)), "info": info}
-
-
-def _run(tuner, steps, knobs=None, start=0):
-    """`steps` BO steps from step `start`; the (ε, L) each ran with."""
-    if knobs is None:
-        knobs = tuner.initial_knobs(HMCKnobs(
-            step_size=np.full(CHAINS, 0.1), num_steps=np.full(CHAINS, 5, np.int32),
-            inverse_mass_matrix=np.ones((CHAINS, 2)), random_steps=np.ones(CHAINS, bool)))
-    ran = []
-    for i in range(start, start + steps):
-        eps, steps_ = float(knobs.step_size[0]), int(knobs.num_steps[0])
-        ran.append((eps, steps_))
-        knobs = tuner.after_chunk(knobs, _chunk(eps, steps_, i))
-    return ran, knobs
-
-
-def _above_the_ceiling(ran):
-    """The sampling steps whose ε exceeds MARGIN × the smallest ε that diverged before."""
-    out, smallest = [], math.inf
-    for i, (eps, _) in enumerate(ran):
-        if i >= BURN and eps > ceil.MARGIN * smallest * (1 + 1e-9):
-            out.append(i)
-        if eps >= CLIFF:
-            smallest = min(smallest, eps)
-    return out
+_chunk = partial(cliff.chunk, chains=CHAINS, warm=BURN)
+_run = partial(cliff.run, chains=CHAINS, warm=BURN)
+_above_the_ceiling = partial(cliff.above_the_ceiling, warm=BURN)
 
 
 def test_sampling_stays_below_the_smallest_diverging_step_size():
