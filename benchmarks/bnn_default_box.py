@@ -17,6 +17,10 @@ would, except the robot arm's angles, raw as in Neal's and Wang's runs):
   first 300 cases; score R² on the other 142.
 - breast_cancer: scikit-learn's load_breast_cancer, 569 × 30; classifier on the first 400;
   score accuracy on the other 169.
+- friedman1: scikit-learn's make_friedman1(400, 10 features, noise 1, random_state 0), y
+  standardised by the first 300; regressor on those 300, R² on the other 100.
+- wine: scikit-learn's load_wine, 178 × 13, 3 classes, rows shuffled (seed 0); classifier
+  on the first 120, accuracy on the other 58.
 - robot_arm: `bomcmc.datasets.robot_arm`; the score is `test_error` on its test set.
 
 Every fit runs at the estimators' defaults except `eps_bounds` and `divergence_margin`:
@@ -49,6 +53,19 @@ def _data(name: str):
         X, y = load_diabetes(return_X_y=True)
         y = (y - y.mean()) / y.std()
         return "regressor", X[:300], y[:300], X[300:], y[300:], "r2"
+    if name == "friedman1":
+        from sklearn.datasets import make_friedman1
+
+        X, y = make_friedman1(n_samples=400, n_features=10, noise=1.0, random_state=0)
+        y = (y - y[:300].mean()) / y[:300].std()
+        return "regressor", X[:300], y[:300], X[300:], y[300:], "r2"
+    if name == "wine":
+        from sklearn.datasets import load_wine
+
+        X, y = load_wine(return_X_y=True)
+        order = np.random.default_rng(0).permutation(len(y))  # the file is sorted by class
+        X, y = X[order], y[order]
+        return "classifier", X[:120], y[:120], X[120:], y[120:], "accuracy"
     if name == "breast_cancer":
         from sklearn.datasets import load_breast_cancer
 
