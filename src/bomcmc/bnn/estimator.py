@@ -122,11 +122,9 @@ class BayesianMLPBase(BaseEstimator):
         check_target(self.until_ess, self.chains)  # before pre-training, as the driver would
         if "steps_bounds" in USES.get(sampler_name(self.sampler), ()):  # before pre-training
             pair("steps_bounds", self.steps_bounds, integer=True)
-            margin = self.divergence_margin
-            if margin is not None and not (isinstance(margin, (int, float, np.floating))
-                                           and not isinstance(margin, bool) and 0 < margin <= 1):
-                raise BomcmcError(f"divergence_margin must be a number in (0, 1] or None, "
-                                  f"got {margin!r}")
+            from ..tuning.ceiling_bandit import check_margin
+
+            check_margin(self.divergence_margin)
 
     # -- fitting ----------------------------------------------------------------------------
     def _model(self, X, y):

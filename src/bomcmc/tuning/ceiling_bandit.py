@@ -20,9 +20,20 @@ run's first divergence. With `divergence_margin=None` the tuner is `GPBanditTune
 
 from __future__ import annotations
 
+from ..errors import BomcmcError
 from . import bandit, divergence_ceiling as ceil
 from .base import SAMPLING
 from .gp_bandit import GPBanditTuner
+
+
+def check_margin(margin) -> float | None:
+    """`divergence_margin` validated: None, or a number in (0, 1]."""
+    if margin is None:
+        return None
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin <= 1:
+        raise BomcmcError(f"divergence_margin must be a number in (0, 1] or None, "
+                          f"got {margin!r}")
+    return float(margin)
 
 
 class CeilingBanditTuner(GPBanditTuner):
@@ -35,13 +46,11 @@ class CeilingBanditTuner(GPBanditTuner):
 
     def __init__(self, *args, divergence_margin: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        if divergence_margin is not None and not 0.0 < float(divergence_margin) <= 1.0:
-            from ..errors import BomcmcError
-
-            raise BomcmcError(f"divergence_margin must be in (0, 1], got {divergence_margin}")
-        self.margin = None if divergence_margin is None else float(divergence_margin)
+        self.margin = check_margin(divergence_margin)
         self.ceiling = ceil.CeilingState()
-        self._sampling = False  # the setting chosen last runs in the sampling phase
+        # whether the setting being chosen runs in the sampling phase: read off each chunk
+        # before any choice (`after_chunk`), so it is not part of the saved state
+        self._sampling = False
 
     def after_chunk(self, knobs, chunk: dict):
         # the setting chosen now runs in the next chunk: the first sampling chunk's too
@@ -49,10 +58,11 @@ class CeilingBanditTuner(GPBanditTuner):
         eps = bandit.to_knobs(self.bandit.box, self.bandit.point)[0]
         self.ceiling = ceil.observed(self.ceiling, eps, chunk)
         knobs = super().after_chunk(knobs, chunk)
-        if not self._sampling:
+        safe = ceil.safe_point(self.bandit.box, self.bandit.point, self.ceiling,
+                               self.margin if self._sampling else None)
+        if safe is self.bandit.point:  # unchanged: the knobs are already applied
             return knobs
-        self.bandit = self.bandit._replace(point=ceil.safe_point(
-            self.bandit.box, self.bandit.point, self.ceiling, self.margin))
+        self.bandit = self.bandit._replace(point=safe)
         return self._apply(knobs)
 
     def search_box(self):
@@ -63,10 +73,8 @@ class CeilingBanditTuner(GPBanditTuner):
         return ceil.region(lo, hi, self.bandit.box, self.ceiling, self.margin)
 
     def state_dict(self, history: bool = True) -> dict:
-        return {**super().state_dict(history), **ceil.to_json(self.ceiling),
-                "ceiling_sampling": self._sampling}
+        return {**super().state_dict(history), **ceil.to_json(self.ceiling)}
 
     def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
         super().load_state_dict(state, history)
         self.ceiling = ceil.from_json(state)
-        self._sampling = bool(state.get("ceiling_sampling", False))
