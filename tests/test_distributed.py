@@ -50,11 +50,16 @@ def runs(tmp_path_factory):
     of 2 as each of the two processes vmaps them. The one-process runs are computed while the
     workers run: the workers wait for each other at every chunk, and this process's
     compilations fill those waits."""
+    from bomcmc.bnn.samplers import ahmc_gibbs_sampler
+
     root = tmp_path_factory.mktemp("two")
     procs = _start_two_workers(root)
     try:
         one = {name: bomcmc.sample(sampler=name, chain_block=2, **worker.SETTINGS,
                                    **worker.KNOBS[name]) for name in worker.RUNS}
+        net = worker.network()
+        one["ahmc-net"] = bomcmc.sample(net.posterior(), sampler=ahmc_gibbs_sampler(net),
+                                        chain_block=1, **worker.NET_SETTINGS)
     finally:
         _wait(procs)
     return root, one
@@ -85,6 +90,26 @@ def test_every_process_holds_the_same_tuner_state_after_every_chunk(runs):
             assert a["positions"].shape[0] == b["positions"].shape[0] == 2  # chains each
     with np.load(parts[-1]) as last:
         assert json.loads(str(last["tuner_state"]))["gp"]["X"]  # the bandit learned
+
+
+def test_a_networks_eta_ceiling_is_learned_from_the_chains_of_both_processes(runs):
+    """The networks' bandit with `divergence_margin` over two processes, one chain each: the
+    draws are the one-process run's, both processes hold the same ceiling after every chunk,
+    and the ceiling was set. In this run (measured on this project's machine) only chain 1,
+    on process 1, diverged, so process 0 learned its ceiling from the other process's chain:
+    a tuner reading only its own chains would leave process 0 without a ceiling."""
+    root, one = runs
+    two = bomcmc.load(root / "ahmc-net")
+    for var in one["ahmc-net"].idata.posterior.data_vars:
+        np.testing.assert_array_equal(one["ahmc-net"].idata.posterior[var].values,
+                                      two.idata.posterior[var].values, err_msg=var)
+    parts = sorted((root / "ahmc-net" / "chunks").glob("*.p0of2.npz"))
+    ceilings = []
+    for p0 in parts:
+        with np.load(p0) as a, np.load(str(p0).replace("p0of2", "p1of2")) as b:
+            assert str(a["tuner_state"]) == str(b["tuner_state"])
+            ceilings.append(json.loads(str(a["tuner_state"]))["divergence_ceiling"]["eps"])
+    assert ceilings[-1] is not None and ceilings[0] is None, ceilings
 
 
 def test_sharded_log_density_gradient_and_gibbs_equal_the_unsharded(runs):
