@@ -38,7 +38,12 @@ def _start_two_workers(root: Path) -> list[subprocess.Popen]:
 
 
 def _wait(procs: list[subprocess.Popen], timeout: float = 240) -> None:
-    outs = [p.communicate(timeout=timeout)[0] for p in procs]
+    try:
+        outs = [p.communicate(timeout=timeout)[0] for p in procs]
+    except subprocess.TimeoutExpired:  # workers waiting on each other: none outlives the test
+        for p in procs:
+            p.kill()
+        raise
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out[-3000:]
 
