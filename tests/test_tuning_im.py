@@ -107,56 +107,6 @@ def test_cut_run_resumes_to_identical_draws_and_policy(bo_run, tmp_path, keep):
     assert a.tuning.attrs["tuner_state"] == b.tuning.attrs["tuner_state"]
 
 
-@pytest.fixture(scope="module")
-def k_stage_run(tmp_path_factory):
-    path = tmp_path_factory.mktemp("im_k_stage") / "run"
-    return path, bomcmc.sample(out=path, seed=0, k_stage=0.5, **BO_RUN)
-
-
-def test_a_second_stage_searches_k_at_the_gp_means_best_gamma(k_stage_run):
-    """`k_stage=0.5` of 15 BO steps: the first 7 search the box, the last 8 search k at the γ
-    where the GP mean of those 7 rewards peaks on the policy's grid (recomputed here from the
-    run's history); the policy holds that γ; the sampling phase is still an exact mixture of
-    IM kernels (the chi-square test above)."""
-    from bomcmc.knob_box import lower, to_search, upper
-    from bomcmc.tuning import im_tuner, sir_policy
-    from bomcmc.tuning.gp import GaussianProcess
-    from bomcmc.tuning.gp_bandit import box_of_state
-
-    _, res = k_stage_run
-    state = json.loads(res.idata.tuning.attrs["tuner_state"])
-    hist = res.idata.tuning
-    gammas, ks, rewards = (np.asarray(hist[v]) for v in ("gamma", "k", "reward"))
-    first = 15 - round(0.5 * 15)
-    assert len(np.unique(gammas[:first])) > 2  # the first stage moved γ
-    ridge = gammas[first]
-    np.testing.assert_array_equal(gammas[first:], ridge)
-    assert len(np.unique(ks[first:])) > 2  # the second searched k
-    box = box_of_state(state)
-    us, grid_k = sir_policy.grid_candidates(lower(box), upper(box), im_tuner.N_GAMMA)
-    width = np.array([us[-1] - us[0], grid_k[-1] - grid_k[0]], float)
-    gp = GaussianProcess(im_tuner.LENGTHSCALE_FACTOR * width, signal_var=im_tuner.SIGNAL_VAR,
-                         noise_var=im_tuner.NOISE_VAR)
-    for g, k, r in zip(gammas[:first], ks[:first], rewards[:first]):
-        gp.add(np.asarray(to_search(box, (g, k)), float), float(r))
-    mu = gp.predict(np.column_stack([us, grid_k.astype(float)]))[0]
-    assert state["ridge"] == pytest.approx(us[int(np.argmax(mu))], abs=1e-12)
-    assert to_search(box, (ridge, 1))[0] == pytest.approx(state["ridge"], abs=1e-9)
-    np.testing.assert_allclose(state["policy"]["gamma"], ridge, rtol=1e-12)
-    assert len(np.unique(state["policy"]["k"])) > 1
-    levels, p = _exact_levels(ENUM_4X4)
-    x2, df = _chi2_levels(_energy(res, ENUM_4X4), levels, p)
-    assert x2 < stats.chi2.isf(0.001, df), (x2, df)
-
-
-def test_a_run_cut_in_the_second_stage_resumes_to_identical_draws(k_stage_run, tmp_path):
-    path, full = k_stage_run
-    resumed = bomcmc.resume(cut_copy(path, tmp_path / "cut", 11), progress=False)
-    np.testing.assert_array_equal(np.asarray(full.idata.posterior["x"]),
-                                  np.asarray(resumed.idata.posterior["x"]))
-    assert full.idata.tuning.attrs["tuner_state"] == resumed.idata.tuning.attrs["tuner_state"]
-
-
 def test_gamma_searched_stretched_around_beta(tmp_path):
     """gamma_scale="beta" (the default): the GP sees γ as u = sign(γ − β) log(1 + 100 |γ − β|
     / β), so the policy's candidates crowd around β, where the IM move's acceptance falls
@@ -233,7 +183,6 @@ def test_uniform_and_expert_policies():
     (dict(posterior="ising-4x4", sampler="im_bayesopt", warmup=0), "needs warmup >= 1"),
     (dict(posterior="ising-4x4", sampler="im_bayesopt", k_bounds=(0, 3)), "k_bounds"),
     (dict(posterior="ising-4x4", sampler="im_bayesopt", policy_size=0), "policy_size"),
-    (dict(posterior="ising-4x4", sampler="im_bayesopt", k_stage=1.0), r"k_stage .* \[0, 1\)"),
     (dict(posterior="ising-4x4", sampler="im_bayesopt", reward="nope"), "unknown reward"),
 ])
 def test_one_line_errors(kw, match):

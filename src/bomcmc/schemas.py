@@ -184,9 +184,7 @@ TUNERS: dict[str, Schema] = {
                     BO_STEPS._replace(default=None, help="BO steps in warm-up (default: "
                                                          "warmup // 100, at most 100)"),
                     Option("policy_size", positive_int, 1000, "settings in the SIR policy"),
-                    Option("temperature", positive_float, 0.1, "T of the SIR weights exp(μ / T)"),
-                    Option("k_stage", nonneg_float, 0.0, "share of the BO steps that search k "
-                           "alone at the GP's best γ (0: none, Mahendran's)")),
+                    Option("temperature", positive_float, 0.1, "T of the SIR weights exp(μ / T)")),
     "armhmc": (EPS_BOUNDS._replace(help="the latent block's step-size box (default: around "
                                         "Stan's heuristic ε₀)"),
                STEPS_BOUNDS, REWARD, ACQUISITION, SCHEDULE, BO_STEPS, START),

@@ -43,7 +43,7 @@ import warnings
 import numpy as np
 
 from ..errors import BomcmcError
-from . import bandit, sir_policy
+from . import sir_policy
 from .gp import GaussianProcess
 from .bandit import KnobBox, lower, to_knobs, upper
 from .gp_bandit import GPBanditTuner, box_of_state
@@ -135,11 +135,6 @@ class IMBayesOptTuner(IMBanditTuner):
             m = warmup // I moves (the first warmup mod I steps one more).
         policy_size: M (1000). temperature: T (0.1). n_gamma: the grid's γ values (100).
         resampling: "systematic" or "multinomial".
-        k_stage: the share of the BO steps (0, the default: none, Mahendran's) that search k
-            alone at the ridge's γ: when they begin, γ is fixed at the γ of the GP mean's
-            maximum on the policy's grid (`ridge`), each step's k maximises the acquisition
-            over every integer k, and the policy holds that γ, its k drawn by SIR from the
-            GP mean along it. Not Mahendran's; docs/spins.md, "A second stage in k".
         other keyword arguments: `IMBanditTuner`'s (reward, seed, xi, maxfun, ...).
     """
 
@@ -150,7 +145,7 @@ class IMBayesOptTuner(IMBanditTuner):
                  n_gamma: int = N_GAMMA, resampling: str = "systematic",
                  acquisition: str = "ei", signal_var: float = SIGNAL_VAR,
                  noise_var: float = NOISE_VAR, lengthscale_factor: float = LENGTHSCALE_FACTOR,
-                 k_stage: float = 0.0, **options):
+                 **options):
         warmup = int(warmup)
         if warmup < 1:
             raise BomcmcError("IMBayesOpt adapts in warm-up: it needs warmup >= 1")
@@ -163,9 +158,6 @@ class IMBayesOptTuner(IMBanditTuner):
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)
                 and temperature > 0):
             raise BomcmcError(f"temperature must be a positive number, got {temperature!r}")
-        if not (isinstance(k_stage, (int, float)) and not isinstance(k_stage, bool)
-                and 0 <= k_stage < 1):
-            raise BomcmcError(f"k_stage must be a number in [0, 1), got {k_stage!r}")
         if resampling not in sir_policy.RESAMPLING:
             raise BomcmcError(f"resampling must be one of {', '.join(sir_policy.RESAMPLING)}, "
                               f"got {resampling!r}")
@@ -178,10 +170,6 @@ class IMBayesOptTuner(IMBanditTuner):
         self.warmup, self.bo_steps = warmup, min(int(bo_steps), warmup)
         self.policy_size, self.temperature = int(policy_size), float(temperature)
         self.n_gamma, self.resampling = int(n_gamma), resampling
-        self.k_stage = float(k_stage)
-        # the BO step after which k is searched alone; the ridge's γ coordinate once fixed
-        self.stage_from = self.bo_steps - round(self.k_stage * self.bo_steps)
-        self.ridge: float | None = None
         self.phases = sir_policy.Phases()
 
     @property
@@ -224,29 +212,6 @@ class IMBayesOptTuner(IMBanditTuner):
             self._policy_knobs)
         return knobs
 
-    def move(self, entry: dict) -> None:
-        """Mahendran's step 3 (EI over the box) until `stage_from` BO steps are done; then k
-        alone, at the ridge's γ."""
-        if not self.k_stage or self.bandit.i < self.stage_from or self.gp.n_obs == 0:
-            return super().move(entry)
-        if self.ridge is None:
-            self.ridge = self._ridge()
-        ks = self._ks()
-        xs = np.column_stack([np.full(ks.size, self.ridge), ks.astype(float)])
-        u = bandit.acquisition_batch(self.bandit, self.config, entry["p_i"])(xs)
-        point = bandit.snap(self.bandit.box, xs[int(np.argmax(u))])
-        self.bandit = self.bandit._replace(point=point)
-        entry["proposed"] = True
-
-    def _ks(self) -> np.ndarray:
-        return np.arange(math.ceil(self.lower[1]), math.floor(self.upper[1]) + 1)
-
-    def _ridge(self) -> float:
-        """The γ coordinate of the GP mean's maximum on the policy's candidate grid."""
-        us, ks = sir_policy.grid_candidates(self.lower, self.upper, self.n_gamma)
-        mu = self.gp.predict(np.column_stack([us, ks.astype(float)]))[0]
-        return float(us[int(np.argmax(mu))])
-
     # -- the policy --------------------------------------------------------------------------
     def build_policy(self) -> dict:
         """Mahendran 2011, Alg. 2 on the current GP: {"gamma", "k", "weight": M each,
@@ -256,11 +221,7 @@ class IMBayesOptTuner(IMBanditTuner):
             warnings.warn("IMBayesOpt: no finite reward in the adaptation phase; the policy is "
                           "uniform over the box", stacklevel=2)
         gp = self.gp if self.gp is not None else self.make_gp()
-        if self.ridge is not None:  # the second stage's line: γ fixed, every k
-            ks = self._ks()
-            us = np.full(ks.size, self.ridge)
-        else:
-            us, ks = sir_policy.grid_candidates(self.lower, self.upper, self.n_gamma)
+        us, ks = sir_policy.grid_candidates(self.lower, self.upper, self.n_gamma)
         mu = gp.predict(np.column_stack([us, ks.astype(float)]))[0]
         gammas = np.array([to_knobs(self.bandit.box, (u, 1))[0] for u in us])
         w = sir_policy.sir_weights(mu, self.temperature)
@@ -277,15 +238,12 @@ class IMBayesOptTuner(IMBanditTuner):
         state = {**super().state_dict(history), **sir_policy.phases_to_json(self.phases)}
         state["config"].update(policy_size=self.policy_size, temperature=self.temperature,
                                n_gamma=self.n_gamma, resampling=self.resampling,
-                               warmup=self.warmup, bo_steps=self.bo_steps,
-                               k_stage=self.k_stage)
-        state["ridge"] = self.ridge
+                               warmup=self.warmup, bo_steps=self.bo_steps)
         return state
 
     def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
         super().load_state_dict(state, history)
         self.phases = sir_policy.phases_from_json(state)
-        self.ridge = state.get("ridge")
 
 
 def surface_grid(state: dict, n_gamma: int = N_GAMMA) -> tuple[np.ndarray, np.ndarray]:
