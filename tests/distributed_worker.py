@@ -21,13 +21,14 @@ NET_SETTINGS = dict(chains=2, draws=400, warmup=0, max_grad=800, seed=0,
                     divergence_margin=0.8, float64=True, progress=False, checks=False)
 
 
-def network():
-    """A 3-4-1 network on 37 rows (odd: a sharded run pads them)."""
+def network(rng=None):
+    """A 3-4-1 network on 37 rows (odd: a sharded run pads them), its data the first draws
+    of `rng` (default: a generator seeded 0)."""
     import numpy as np
 
     from bomcmc.bnn.network import BNN
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(0) if rng is None else rng
     X = rng.normal(size=(37, 3))
     y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=37)
     return BNN(X, y, hidden=(4,), prior="ih 0.05:0.5 bh 0.05:0.5 ho x0.05:0.5 bo 100",
@@ -47,8 +48,8 @@ def sharded_values(rank: int, root: str) -> None:
     from bomcmc.models.logistic import synthetic
 
     mesh = data_mesh()
-    rng = np.random.default_rng(1)
-    net = network()
+    rng = np.random.default_rng(0)
+    net = network(rng)  # the points below are the generator's next draws
     models = {"logistic": (synthetic(101), None), "bnn": (net.posterior(), net),
               "cv": (CVModel(net, folds=3).posterior(), CVModel(net, folds=3))}
     out, todo = {}, []
