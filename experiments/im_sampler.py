@@ -101,7 +101,7 @@ def summarize(trials: list[dict]) -> dict:
 def merge(parts: list[dict]) -> dict:
     """One result from the results of separate processes, of one model and one protocol."""
     same = ("model", "warmup", "draws", "temperature", "gamma_bounds", "bo_steps",
-            "policy_gamma", "gamma_scale")
+            "gamma_scale")
     for p in parts[1:]:
         differ = [k for k in same if p.get(k) != parts[0].get(k)]
         if differ:
@@ -219,9 +219,6 @@ def main(argv=None) -> int:
     ap.add_argument("--gamma-scale", choices=("beta", "linear"), default=None,
                     help="IMBayesOpt's γ axis for its GP (default beta: stretched around β; "
                          "linear: as before 2026-11-28)")
-    ap.add_argument("--policy-gamma", choices=("spread", "mean"), default=None,
-                    help="IMBayesOpt's policy γ: each setting's own (spread, the default) or "
-                         "the SIR weights' mean for all (mean)")
     ap.add_argument("--gamma-bounds", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                     help="IMBayesOpt's and IMUnif's γ box (default: the model's)")
     ap.add_argument("--seeds", default=None,
@@ -250,7 +247,7 @@ def main(argv=None) -> int:
                   "n_flipped": model.n_flipped, "box": model.box(),
                   "expert": model.expert, "temperature": args.temperature,
                   "gamma_bounds": args.gamma_bounds, "bo_steps": args.bo_steps,
-                  "gamma_scale": args.gamma_scale, "policy_gamma": args.policy_gamma,
+                  "gamma_scale": args.gamma_scale,
                   "methods": {},
                   "complete": False,
                   "machine": {"jax_backend": jax.default_backend(), "cpus": os.cpu_count(),
@@ -265,8 +262,6 @@ def main(argv=None) -> int:
                     opts["bo_steps"] = args.bo_steps
                 if args.gamma_scale and name == "IMBayesOpt":
                     opts["gamma_scale"] = args.gamma_scale
-                if args.policy_gamma and name == "IMBayesOpt":
-                    opts["policy_gamma"] = args.policy_gamma
                 if args.gamma_bounds and name in ("IMBayesOpt", "IMUnif", "IMBandit"):
                     opts["gamma_bounds"] = tuple(args.gamma_bounds)
                 trials.append(one_trial(args.model, METHODS[name], seed, args.warmup,

@@ -107,29 +107,6 @@ def test_cut_run_resumes_to_identical_draws_and_policy(bo_run, tmp_path, keep):
     assert a.tuning.attrs["tuner_state"] == b.tuning.attrs["tuner_state"]
 
 
-def test_a_policy_at_one_gamma_holds_the_sir_weights_mean_gamma(bo_run):
-    """`policy_gamma="mean"`: the adaptation is the default's (the same seed gives the same
-    GP), the policy's k are the default policy's, and every setting's γ is Σ w_j γ_j over
-    the candidates, recomputed here from the GP mean; the sampling phase is an exact
-    mixture of IM kernels (the chi-square test above)."""
-    from bomcmc.tuning import im_tuner, sir_policy
-
-    _, spread = bo_run
-    res = bomcmc.sample(seed=0, policy_gamma="mean", **BO_RUN)
-    state = json.loads(res.idata.tuning.attrs["tuner_state"])
-    before = json.loads(spread.idata.tuning.attrs["tuner_state"])
-    assert state["gp"] == before["gp"]
-    assert state["policy"]["k"] == before["policy"]["k"]
-    gammas, _, mu = gp_mean_surface(state)
-    w = sir_policy.sir_weights(mu.ravel(), im_tuner.TEMPERATURE)
-    mean = float(np.sum(w * np.broadcast_to(gammas, mu.shape).ravel()))
-    np.testing.assert_allclose(state["policy"]["gamma"], mean, rtol=1e-12)
-    assert np.ptp(before["policy"]["gamma"]) > 0.05  # the default's γ spread
-    levels, p = _exact_levels(ENUM_4X4)
-    x2, df = _chi2_levels(_energy(res, ENUM_4X4), levels, p)
-    assert x2 < stats.chi2.isf(0.001, df), (x2, df)
-
-
 def test_gamma_searched_stretched_around_beta(tmp_path):
     """gamma_scale="beta" (the default): the GP sees γ as u = sign(γ − β) log(1 + 100 |γ − β|
     / β), so the policy's candidates crowd around β, where the IM move's acceptance falls
@@ -206,8 +183,6 @@ def test_uniform_and_expert_policies():
     (dict(posterior="ising-4x4", sampler="im_bayesopt", warmup=0), "needs warmup >= 1"),
     (dict(posterior="ising-4x4", sampler="im_bayesopt", k_bounds=(0, 3)), "k_bounds"),
     (dict(posterior="ising-4x4", sampler="im_bayesopt", policy_size=0), "policy_size"),
-    (dict(posterior="ising-4x4", sampler="im_bayesopt", policy_gamma="median"),
-     "policy_gamma"),
     (dict(posterior="ising-4x4", sampler="im_bayesopt", reward="nope"), "unknown reward"),
 ])
 def test_one_line_errors(kw, match):

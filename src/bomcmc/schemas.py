@@ -184,10 +184,7 @@ TUNERS: dict[str, Schema] = {
                     BO_STEPS._replace(default=None, help="BO steps in warm-up (default: "
                                                          "warmup // 100, at most 100)"),
                     Option("policy_size", positive_int, 1000, "settings in the SIR policy"),
-                    Option("temperature", positive_float, 0.1, "T of the SIR weights exp(μ / T)"),
-                    Option("policy_gamma", str, "spread", "the policy's γ: each setting's own "
-                           "(spread), or the SIR weights' mean for all (mean)",
-                           choices=("spread", "mean"))),
+                    Option("temperature", positive_float, 0.1, "T of the SIR weights exp(μ / T)")),
     "armhmc": (EPS_BOUNDS._replace(help="the latent block's step-size box (default: around "
                                         "Stan's heuristic ε₀)"),
                STEPS_BOUNDS, REWARD, ACQUISITION, SCHEDULE, BO_STEPS, START),

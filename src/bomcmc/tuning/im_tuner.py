@@ -135,8 +135,6 @@ class IMBayesOptTuner(IMBanditTuner):
             m = warmup // I moves (the first warmup mod I steps one more).
         policy_size: M (1000). temperature: T (0.1). n_gamma: the grid's γ values (100).
         resampling: "systematic" or "multinomial".
-        policy_gamma: "spread" (Mahendran's: each setting's own γ) or "mean": every setting
-            at the SIR weights' mean γ, Σ w_j γ_j, its k as drawn (docs/spins.md, "One γ").
         other keyword arguments: `IMBanditTuner`'s (reward, seed, xi, maxfun, ...).
     """
 
@@ -147,7 +145,7 @@ class IMBayesOptTuner(IMBanditTuner):
                  n_gamma: int = N_GAMMA, resampling: str = "systematic",
                  acquisition: str = "ei", signal_var: float = SIGNAL_VAR,
                  noise_var: float = NOISE_VAR, lengthscale_factor: float = LENGTHSCALE_FACTOR,
-                 policy_gamma: str = "spread", **options):
+                 **options):
         warmup = int(warmup)
         if warmup < 1:
             raise BomcmcError("IMBayesOpt adapts in warm-up: it needs warmup >= 1")
@@ -160,8 +158,6 @@ class IMBayesOptTuner(IMBanditTuner):
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)
                 and temperature > 0):
             raise BomcmcError(f"temperature must be a positive number, got {temperature!r}")
-        if policy_gamma not in ("spread", "mean"):
-            raise BomcmcError(f"policy_gamma must be 'spread' or 'mean', got {policy_gamma!r}")
         if resampling not in sir_policy.RESAMPLING:
             raise BomcmcError(f"resampling must be one of {', '.join(sir_policy.RESAMPLING)}, "
                               f"got {resampling!r}")
@@ -174,7 +170,6 @@ class IMBayesOptTuner(IMBanditTuner):
         self.warmup, self.bo_steps = warmup, min(int(bo_steps), warmup)
         self.policy_size, self.temperature = int(policy_size), float(temperature)
         self.n_gamma, self.resampling = int(n_gamma), resampling
-        self.policy_gamma = policy_gamma
         self.phases = sir_policy.Phases()
 
     @property
@@ -232,9 +227,7 @@ class IMBayesOptTuner(IMBanditTuner):
         w = sir_policy.sir_weights(mu, self.temperature)
         rng = np.random.default_rng([self.seed, 0, _SIR_STREAM])
         idx = sir_policy.resample(w, self.policy_size, rng, self.resampling)
-        chosen = gammas[idx] if self.policy_gamma == "spread" else np.full(
-            idx.size, float(np.sum(w * gammas)))
-        return {"gamma": chosen.tolist(), "k": [int(v) for v in ks[idx]],
+        return {"gamma": gammas[idx].tolist(), "k": [int(v) for v in ks[idx]],
                 "weight": w[idx].tolist(), "n_candidates": int(w.size),
                 "ess": float(1.0 / np.sum(w * w)),
                 "n_unique": int(np.unique(idx).size), "temperature": self.temperature,
@@ -245,8 +238,7 @@ class IMBayesOptTuner(IMBanditTuner):
         state = {**super().state_dict(history), **sir_policy.phases_to_json(self.phases)}
         state["config"].update(policy_size=self.policy_size, temperature=self.temperature,
                                n_gamma=self.n_gamma, resampling=self.resampling,
-                               warmup=self.warmup, bo_steps=self.bo_steps,
-                               policy_gamma=self.policy_gamma)
+                               warmup=self.warmup, bo_steps=self.bo_steps)
         return state
 
     def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
