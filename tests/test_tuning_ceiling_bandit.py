@@ -96,3 +96,17 @@ def test_a_resumed_tuner_keeps_its_ceiling():
 def test_a_margin_outside_the_unit_interval_is_an_error(margin):
     with pytest.raises(BomcmcError, match="divergence_margin"):
         _tuner(divergence_margin=margin)
+
+
+def test_a_margin_is_any_real_number_in_the_unit_interval():
+    """NumPy scalars are accepted, as the estimators' earlier check accepted them (a margin
+    read from an array or a grid search's np.float32 is a number); bool and strings are not."""
+    import numpy as np
+
+    from bomcmc.tuning.ceiling_bandit import check_margin
+
+    assert check_margin(np.float32(0.5)) == 0.5 and check_margin(np.float64(0.8)) == 0.8
+    assert check_margin(1) == 1.0 and check_margin(None) is None
+    for bad in (True, "0.8", np.float32(1.5)):
+        with pytest.raises(BomcmcError, match="divergence_margin"):
+            check_margin(bad)

@@ -20,6 +20,8 @@ run's first divergence. With `divergence_margin=None` the tuner is `GPBanditTune
 
 from __future__ import annotations
 
+import numbers
+
 from ..errors import BomcmcError
 from . import bandit, divergence_ceiling as ceil
 from .base import SAMPLING
@@ -30,7 +32,7 @@ def check_margin(margin) -> float | None:
     """`divergence_margin` validated: None, or a number in (0, 1]."""
     if margin is None:
         return None
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin <= 1:
+    if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not 0 < margin <= 1:
         raise BomcmcError(f"divergence_margin must be a number in (0, 1] or None, "
                           f"got {margin!r}")
     return float(margin)
