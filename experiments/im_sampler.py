@@ -20,7 +20,8 @@ traces and the GP mean.
 on separate cores; `--merge A.json B.json ... --out ALL.json` joins their results (each
 method's trials in seed order, summaries recomputed), as if one process had run them all.
 `--gamma-bounds LO HI` narrows the γ box of the methods that search it (IMBayesOpt, IMUnif,
-IMBandit). `--gamma-scale linear` gives IMBayesOpt's GP the linear γ axis (Mahendran's, and
+IMBandit). `--reward energy_jump` gives IMBayesOpt the energy's squared jump per move as its
+reward in place of h. `--gamma-scale linear` gives IMBayesOpt's GP the linear γ axis (Mahendran's, and
 bomcmc's default before 2026-11-28) instead of the axis stretched around β.
 """
 
@@ -101,7 +102,7 @@ def summarize(trials: list[dict]) -> dict:
 def merge(parts: list[dict]) -> dict:
     """One result from the results of separate processes, of one model and one protocol."""
     same = ("model", "warmup", "draws", "temperature", "gamma_bounds", "bo_steps",
-            "gamma_scale")
+            "gamma_scale", "reward")
     for p in parts[1:]:
         differ = [k for k in same if p.get(k) != parts[0].get(k)]
         if differ:
@@ -219,6 +220,9 @@ def main(argv=None) -> int:
     ap.add_argument("--gamma-scale", choices=("beta", "linear"), default=None,
                     help="IMBayesOpt's γ axis for its GP (default beta: stretched around β; "
                          "linear: as before 2026-11-28)")
+    ap.add_argument("--reward", choices=("energy_acf", "energy_jump"), default=None,
+                    help="IMBayesOpt's reward per BO step (default energy_acf: h; energy_jump: "
+                         "the energy's squared jump per move)")
     ap.add_argument("--gamma-bounds", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                     help="IMBayesOpt's and IMUnif's γ box (default: the model's)")
     ap.add_argument("--seeds", default=None,
@@ -247,7 +251,7 @@ def main(argv=None) -> int:
                   "n_flipped": model.n_flipped, "box": model.box(),
                   "expert": model.expert, "temperature": args.temperature,
                   "gamma_bounds": args.gamma_bounds, "bo_steps": args.bo_steps,
-                  "gamma_scale": args.gamma_scale,
+                  "gamma_scale": args.gamma_scale, "reward": args.reward,
                   "methods": {},
                   "complete": False,
                   "machine": {"jax_backend": jax.default_backend(), "cpus": os.cpu_count(),
@@ -262,6 +266,8 @@ def main(argv=None) -> int:
                     opts["bo_steps"] = args.bo_steps
                 if args.gamma_scale and name == "IMBayesOpt":
                     opts["gamma_scale"] = args.gamma_scale
+                if args.reward and name == "IMBayesOpt":
+                    opts["reward"] = args.reward
                 if args.gamma_bounds and name in ("IMBayesOpt", "IMUnif", "IMBandit"):
                     opts["gamma_bounds"] = tuple(args.gamma_bounds)
                 trials.append(one_trial(args.model, METHODS[name], seed, args.warmup,

@@ -19,6 +19,9 @@ whose knobs hold a policy of M settings (every move draws one uniformly):
 The reward is h of the energy series (Mahendran 2011 §3.1.1, `rewards.energy_acf`): one
 minus the mean absolute auto-correlation up to lag 100, averaged over the chunk's suffixes of
 at least 26 moves and over chains. The chains share θ and pool their draws in the reward.
+`reward="energy_jump"` (`rewards.energy_jump`) is the energy's squared jump per move instead,
+read relative to the best reward so far (docs/spins.md, "The reward's noise against its
+signal").
 
 Decisions (docs/spins.md, "Tuning"):
 - GP of the authors' code: zero mean, signal variance 1, noise variance 0.1, SE-ARD length
@@ -48,6 +51,9 @@ from .gp import GaussianProcess
 from .bandit import KnobBox, lower, to_knobs, upper
 from .gp_bandit import GPBanditTuner, box_of_state
 
+# rewards with units, which the GP's mean is read relative to: s·μ, s = 1 / the best reward
+# so far (`bandit.scale`); h (≤ 1, no units) is read as it is, as in the authors' code
+REWARDS_WITH_UNITS = ("esjd", "energy_jump")
 POLICY_SIZE = 1000  # M
 TEMPERATURE = 0.1  # T of w ∝ exp(μ / T): the authors' exp(10 μ)
 N_GAMMA = 100  # γ values of the candidate grid (Mahendran 2011 §4.2.1)
@@ -135,6 +141,10 @@ class IMBayesOptTuner(IMBanditTuner):
             m = warmup // I moves (the first warmup mod I steps one more).
         policy_size: M (1000). temperature: T (0.1). n_gamma: the grid's γ values (100).
         resampling: "systematic" or "multinomial".
+        rescale: "auto" (default): the GP's mean is read as s·μ, s = 1 / the best reward so
+            far, for rewards with units ("esjd", "energy_jump"; in EI and in the policy's
+            weights exp(s·μ / T)), and as it is for h and a user's callable (None); or a
+            number c (s = c / the best reward), or None.
         other keyword arguments: `IMBanditTuner`'s (reward, seed, xi, maxfun, ...).
     """
 
@@ -145,7 +155,7 @@ class IMBayesOptTuner(IMBanditTuner):
                  n_gamma: int = N_GAMMA, resampling: str = "systematic",
                  acquisition: str = "ei", signal_var: float = SIGNAL_VAR,
                  noise_var: float = NOISE_VAR, lengthscale_factor: float = LENGTHSCALE_FACTOR,
-                 **options):
+                 rescale: float | None | str = "auto", **options):
         warmup = int(warmup)
         if warmup < 1:
             raise BomcmcError("IMBayesOpt adapts in warm-up: it needs warmup >= 1")
@@ -161,12 +171,13 @@ class IMBayesOptTuner(IMBanditTuner):
         if resampling not in sir_policy.RESAMPLING:
             raise BomcmcError(f"resampling must be one of {', '.join(sir_policy.RESAMPLING)}, "
                               f"got {resampling!r}")
-        # p_i = i⁰ = 1: every BO step proposes; s = 1: the GP sees h as it is (h ≤ 1, signal
-        # variance 1, as the authors' code)
+        if rescale == "auto":
+            rescale = 1.0 if options.get("reward") in REWARDS_WITH_UNITS else None
+        # p_i = i⁰ = 1: every BO step proposes
         super().__init__(k_bounds, gamma_bounds, schedule="power", power=0.0,
                          acquisition=acquisition, adapt_in_sampling=False,
                          signal_var=signal_var, noise_var=noise_var,
-                         lengthscale_factor=lengthscale_factor, rescale=None, **options)
+                         lengthscale_factor=lengthscale_factor, rescale=rescale, **options)
         self.warmup, self.bo_steps = warmup, min(int(bo_steps), warmup)
         self.policy_size, self.temperature = int(policy_size), float(temperature)
         self.n_gamma, self.resampling = int(n_gamma), resampling
@@ -222,7 +233,7 @@ class IMBayesOptTuner(IMBanditTuner):
                           "uniform over the box", stacklevel=2)
         gp = self.gp if self.gp is not None else self.make_gp()
         us, ks = sir_policy.grid_candidates(self.lower, self.upper, self.n_gamma)
-        mu = gp.predict(np.column_stack([us, ks.astype(float)]))[0]
+        mu = self.scale() * gp.predict(np.column_stack([us, ks.astype(float)]))[0]
         gammas = np.array([to_knobs(self.bandit.box, (u, 1))[0] for u in us])
         w = sir_policy.sir_weights(mu, self.temperature)
         rng = np.random.default_rng([self.seed, 0, _SIR_STREAM])
