@@ -21,8 +21,8 @@ on separate cores; `--merge A.json B.json ... --out ALL.json` joins their result
 method's trials in seed order, summaries recomputed), as if one process had run them all.
 `--gamma-bounds LO HI` narrows the γ box of the methods that search it (IMBayesOpt, IMUnif,
 IMBandit). `--reward energy_jump` gives IMBayesOpt the energy's squared jump per move as its
-reward in place of h. `--gamma-scale linear` gives IMBayesOpt's GP the linear γ axis (Mahendran's, and
-bomcmc's default before 2026-11-28) instead of the axis stretched around β.
+reward in place of h. `--gamma-scale linear` gives IMBayesOpt's GP the linear γ axis
+(Mahendran's, and bomcmc's default before 2026-11-28) instead of the axis stretched around β.
 """
 
 from __future__ import annotations
