@@ -19,6 +19,7 @@ Candidates, each a function of one block's log density lp = −βE (so of the en
 
     python experiments/im_reward_noise.py --model ising-60x60 --chains 2 --warmup 5000 \\
         --draws 10000 --out benchmarks/results/im-reward-noise-ising-60x60.json
+    python experiments/im_reward_noise.py --from-json benchmarks/results/im-reward-noise-*.json
 """
 
 from __future__ import annotations
@@ -86,12 +87,16 @@ def run_setting(model: str, k, gamma, chains: int, warmup: int, draws: int, seed
             "blocks": {name: [b[name] for b in blocks] for name in blocks[0]}}
 
 
-def separations(settings: list[dict]) -> dict:
-    """Per reward: Spearman's ρ between block means and −(long-run mean |ACF|), and for every
-    pair of settings the difference of block means over √(sd_a² + sd_b²), signed so that
-    positive means the reward prefers the setting the long run prefers."""
+def separations(settings: list[dict], min_accept: float = 0.05) -> dict:
+    """Per reward, over the settings that accept more than `min_accept` of their moves (one
+    that almost never moves is told apart by every reward): Spearman's ρ between the block
+    means and −(long-run mean |ACF|), and for every pair of settings the difference of
+    block means over √(sd_a² + sd_b²) (its separation), signed so that positive means the
+    reward prefers the setting the long run prefers; their mean and median, and how many
+    pairs the reward orders against the long run."""
     from scipy.stats import spearmanr
 
+    settings = [s for s in settings if s["accept"] > min_accept]
     truth = np.array([np.mean(s["mean_abs_acf"]) for s in settings])
     out = {}
     for name in settings[0]["blocks"]:
@@ -105,35 +110,57 @@ def separations(settings: list[dict]) -> dict:
                 pairs.append(float(sign * (means[a] - means[b]) / np.hypot(sds[a], sds[b])))
         out[name] = {"spearman": float(spearmanr(means, -truth)[0]),
                      "mean_separation": float(np.mean(pairs)),
+                     "median_separation": float(np.median(pairs)),
                      "wrong_order_pairs": int(np.sum(np.array(pairs) < 0)),
-                     "means": means.tolist(), "sds": sds.tolist()}
+                     "pairs": len(pairs), "means": means.tolist(), "sds": sds.tolist()}
     return out
+
+
+def report(result: dict) -> str:
+    lines = [f"{result['model']}: {result['chains']} chains x {result['draws']} moves per "
+             "setting"]
+    for s in result["settings"]:
+        k = f"U{{1..{s['k'][-1]}}}" if isinstance(s["k"], list) else s["k"]
+        lines.append(f"  k={k} γ={s['gamma']}: mean|ACF| {np.mean(s['mean_abs_acf']):.3f}, "
+                     f"accept {s['accept']:.2f}, ESS/move {1e3 * s['ess_per_move']:.2f}e-3, "
+                     + ", ".join(f"{n} {np.mean(v):.4g} ± {np.std(v, ddof=1):.3g}"
+                                 for n, v in s["blocks"].items()))
+    for name, r in separations(result["settings"]).items():
+        lines.append(f"  {name:8s} Spearman {r['spearman']:+.2f}, separation mean "
+                     f"{r['mean_separation']:+.3f} median {r['median_separation']:+.3f}, "
+                     f"wrong order {r['wrong_order_pairs']}/{r['pairs']}")
+    return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True, choices=sorted(SETTINGS))
+    ap.add_argument("--model", choices=sorted(SETTINGS))
     ap.add_argument("--chains", type=int, default=2)
     ap.add_argument("--warmup", type=int, default=5000)
     ap.add_argument("--draws", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="results JSON")
+    ap.add_argument("--from-json", nargs="+", metavar="JSON", default=None,
+                    help="only print the report of these results")
     args = ap.parse_args()
+    if args.from_json:
+        for path in args.from_json:
+            with open(path) as f:
+                print(report(json.load(f)))
+        return
+    if not (args.model and args.out):
+        ap.error("--model and --out are required unless --from-json is given")
     settings = []
     for k, gamma in SETTINGS[args.model]:
         s = run_setting(args.model, k, gamma, args.chains, args.warmup, args.draws, args.seed)
         settings.append(s)
-        print(f"k={k if not isinstance(k, list) else f'U{{1..{k[-1]}}}'} γ={gamma}: "
-              f"mean|ACF| {np.mean(s['mean_abs_acf']):.3f}, accept {s['accept']:.2f}, "
-              f"{s['seconds']:.0f} s", flush=True)
+        print(f"k={k} γ={gamma}: {s['seconds']:.0f} s", flush=True)
     result = {"model": args.model, "chains": args.chains, "warmup": args.warmup,
               "draws": args.draws, "seed": args.seed, "block": BLOCK, "settings": settings,
               "separations": separations(settings)}
     with open(args.out, "w") as f:
         json.dump(result, f)
-    for name, r in result["separations"].items():
-        print(f"{name:8s} spearman {r['spearman']:+.2f}  mean separation "
-              f"{r['mean_separation']:+.3f}  wrong-order pairs {r['wrong_order_pairs']}")
+    print(report(result))
 
 
 if __name__ == "__main__":
