@@ -52,7 +52,8 @@ class BanditConfig(NamedTuple):
     "sparse" (`sparse_gp.SparseGaussianProcess`, ALD threshold `ald_threshold`), and the
     search: "direct" (DIRECT + L-BFGS-B, `acquisition.maximize`) or "grid" (a vectorised
     grid over the integer values and a Brent polish, `acquisition.maximize_grid`, for a box
-    with one continuous axis; DIRECT on other boxes)."""
+    with one continuous axis; DIRECT on other boxes), and whether the full GP standardises
+    the rewards (`gp.GaussianProcess`)."""
 
     acquisition: str = "ucb"
     delta: float = 0.1
@@ -66,6 +67,7 @@ class BanditConfig(NamedTuple):
     gp: str = "full"
     ald_threshold: float = ALD_THRESHOLD
     search: str = "direct"
+    standardize: bool = False
 
 
 class BanditState(NamedTuple):
@@ -105,10 +107,13 @@ def make_gp(box: KnobBox, config: BanditConfig) -> GaussianProcess | SparseGauss
     width = upper(box) - lower(box)
     scales = np.where(width > 0, config.lengthscale_factor * width, 1.0)
     if config.gp == "sparse":
+        if config.standardize:
+            raise ValueError("standardised rewards need the full GP (gp='full')")
         return SparseGaussianProcess(scales, signal_var=config.signal_var,
                                      noise_var=config.noise_var,
                                      threshold=config.ald_threshold)
-    return GaussianProcess(scales, signal_var=config.signal_var, noise_var=config.noise_var)
+    return GaussianProcess(scales, signal_var=config.signal_var, noise_var=config.noise_var,
+                           standardize=config.standardize)
 
 
 def init(box: KnobBox | None, seed: int) -> BanditState:

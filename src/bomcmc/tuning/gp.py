@@ -18,6 +18,12 @@ A bandit that keeps its γ for many chunks (p_i → 0) therefore costs O(distinc
 O(chunks³), and gives exactly what the authors' code (one row per observation) gives.
 
 Points closer than `merge_tol` length scales in every dimension count as the same point.
+
+`standardize=True` fits the GP to (r̄_j − m)/s, m and s the mean and standard deviation of the
+distinct inputs' mean rewards (scikit-learn's `normalize_y`): the prior then has the
+observations' mean and spread whatever the reward's units, and μ is in those standardised
+units (μ = 0 is the observed mean). m and s follow from the observations, so nothing new is
+saved.
 """
 
 from __future__ import annotations
@@ -54,12 +60,14 @@ class GaussianProcess:
     """The posterior of a zero-mean GP given (merged) noisy observations."""
 
     def __init__(self, lengthscales, signal_var: float = SIGNAL_VAR,
-                 noise_var: float = NOISE_VAR, merge_tol: float = 1e-9):
+                 noise_var: float = NOISE_VAR, merge_tol: float = 1e-9,
+                 standardize: bool = False):
         self.lengthscales = np.asarray(lengthscales, dtype=float)
         if self.lengthscales.ndim != 1 or not np.all(self.lengthscales > 0):
             raise ValueError("lengthscales must be a vector of positive numbers")
         self.signal_var, self.noise_var = float(signal_var), float(noise_var)
         self.merge_tol = float(merge_tol)
+        self.standardize = bool(standardize)
         d = self.lengthscales.size
         self.X = np.zeros((0, d))  # distinct inputs
         self.sums = np.zeros(0)  # Σ r at each distinct input
@@ -81,6 +89,16 @@ class GaussianProcess:
     def y(self) -> np.ndarray:
         """r̄_j: the mean reward at each distinct input."""
         return self.sums / self.counts
+
+    @property
+    def target(self) -> np.ndarray:
+        """What the GP is fitted to: r̄, or (r̄ − m)/s with `standardize` (s = 1 while the
+        rewards do not spread)."""
+        y = self.y
+        if not self.standardize:
+            return y
+        sd = float(y.std())
+        return (y - y.mean()) / (sd if sd > 0 else 1.0)
 
     def add(self, x, r: float) -> None:
         """Add one observation; a repeat of a known input updates its sum and count."""
@@ -110,14 +128,15 @@ class GaussianProcess:
             K = se_ard_kernel(self.X, self.X, self.lengthscales, self.signal_var)
             K[np.diag_indices_from(K)] += self.noise_var / self.counts
             chol = cho_factor(K, lower=True, check_finite=False)
-            self._chol = (chol, cho_solve(chol, self.y, check_finite=False))
+            self._chol = (chol, cho_solve(chol, self.target, check_finite=False))
         return self._chol
 
     def copy(self, lengthscales=None) -> "GaussianProcess":
         """The same observations in a new GP, with other length scales if given (a grown
         search box) and the same variances."""
         other = GaussianProcess(self.lengthscales if lengthscales is None else lengthscales,
-                                self.signal_var, self.noise_var, self.merge_tol)
+                                self.signal_var, self.noise_var, self.merge_tol,
+                                self.standardize)
         other.X, other.sums, other.counts = self.X.copy(), self.sums.copy(), self.counts.copy()
         return other
 

@@ -133,7 +133,7 @@ class GPBanditTuner(Tuner):
         ald_threshold: ν of the sparse GP's ALD test, in the kernel's units (1e-3).
         box: a `bandit.KnobBox` of two other knobs, in place of eps_bounds and steps_bounds.
         search: the acquisition's maximiser, "direct" (DIRECT + L-BFGS-B) or "grid"
-            (`acquisition.maximize_grid`); `bandit.BanditConfig`.
+            (`acquisition.maximize_grid`). standardize: the GP's (`bandit.BanditConfig`).
     """
 
     name = "gp_bandit"
@@ -151,7 +151,7 @@ class GPBanditTuner(Tuner):
                  lengthscale_factor: float = LENGTHSCALE_FACTOR,
                  rescale: float | None = RESCALE, box: KnobBox | None = None,
                  gp: str = "full", ald_threshold: float = ALD_THRESHOLD,
-                 search: str = "direct"):
+                 search: str = "direct", standardize: bool = False):
         check_options(eps_bounds, steps_bounds, budget, acquisition, start, schedule, gp,
                       ald_threshold, search)
         try:
@@ -164,7 +164,7 @@ class GPBanditTuner(Tuner):
         self.adapt_in_sampling = bool(adapt_in_sampling)
         self.config = BanditConfig(acquisition, float(delta), float(xi), int(maxfun), bool(polish),
                                    float(signal_var), float(noise_var), float(lengthscale_factor),
-                                   rescale, gp, float(ald_threshold), search)
+                                   rescale, gp, float(ald_threshold), search, bool(standardize))
         self.steps_request = tuple(map(float, steps_bounds))  # for a box relative to ε₀
         if box is None and eps_bounds is not None:
             box = hmc_box(eps_bounds, steps_bounds)

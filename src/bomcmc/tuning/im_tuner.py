@@ -19,9 +19,9 @@ whose knobs hold a policy of M settings (every move draws one uniformly):
 The reward is h of the energy series (Mahendran 2011 §3.1.1, `rewards.energy_acf`): one
 minus the mean absolute auto-correlation up to lag 100, averaged over the chunk's suffixes of
 at least 26 moves and over chains. The chains share θ and pool their draws in the reward.
-`reward="energy_jump"` (`rewards.energy_jump`) is the energy's squared jump per move instead,
-read relative to the best reward so far (docs/spins.md, "The reward's noise against its
-signal").
+`reward="energy_jump"` (`rewards.energy_jump`) is the variance of the energy's jump per move
+instead, which has units: the GP sees it standardised, and the policy's T is 1 on that scale
+(docs/spins.md, "The reward's noise against its signal").
 
 Decisions (docs/spins.md, "Tuning"):
 - GP of the authors' code: zero mean, signal variance 1, noise variance 0.1, SE-ARD length
@@ -51,11 +51,12 @@ from .gp import GaussianProcess
 from .bandit import KnobBox, lower, to_knobs, upper
 from .gp_bandit import GPBanditTuner, box_of_state
 
-# rewards with units, which the GP's mean is read relative to: s·μ, s = 1 / the best reward
-# so far (`bandit.scale`); h (≤ 1, no units) is read as it is, as in the authors' code
+# rewards with units, which the GP sees standardised (`gp.GaussianProcess`), with the policy's
+# T = 1 of Mahendran (2011) Alg. 2; h (≤ 1, no units) is seen as it is, as in the authors' code
 REWARDS_WITH_UNITS = ("esjd", "energy_jump")
 POLICY_SIZE = 1000  # M
 TEMPERATURE = 0.1  # T of w ∝ exp(μ / T): the authors' exp(10 μ)
+STANDARDIZED_TEMPERATURE = 1.0  # T on the standardised scale (Mahendran 2011, Alg. 2)
 N_GAMMA = 100  # γ values of the candidate grid (Mahendran 2011 §4.2.1)
 BO_STEP_DRAWS = 100  # m: moves per BO step (Mahendran 2011 §4.2.1)
 MAX_BO_STEPS = 100  # I (Mahendran 2011 §4.2.1)
@@ -139,23 +140,24 @@ class IMBayesOptTuner(IMBanditTuner):
         warmup: the run's warm-up moves (the adaptation phase).
         bo_steps: I, default min(100, warmup // 100) (at least 1); each BO step has
             m = warmup // I moves (the first warmup mod I steps one more).
-        policy_size: M (1000). temperature: T (0.1). n_gamma: the grid's γ values (100).
+        policy_size: M (1000). temperature: T (0.1; 1 with a standardised GP). n_gamma:
+            the grid's γ values (100).
         resampling: "systematic" or "multinomial".
-        rescale: "auto" (default): the GP's mean is read as s·μ, s = 1 / the best reward so
-            far, for rewards with units ("esjd", "energy_jump"; in EI and in the policy's
-            weights exp(s·μ / T)), and as it is for h and a user's callable (None); or a
-            number c (s = c / the best reward), or None.
+        standardize: "auto" (default): the GP is fitted to the rewards standardised by
+            their mean and sd over the points tried (`gp.GaussianProcess`) for the rewards
+            with units ("esjd", "energy_jump"), and to the rewards as they are for h and a
+            user's callable; or True / False.
         other keyword arguments: `IMBanditTuner`'s (reward, seed, xi, maxfun, ...).
     """
 
     name = "im_bayesopt"
 
     def __init__(self, k_bounds, gamma_bounds, *, warmup: int, bo_steps: int | None = None,
-                 policy_size: int = POLICY_SIZE, temperature: float = TEMPERATURE,
+                 policy_size: int = POLICY_SIZE, temperature: float | None = None,
                  n_gamma: int = N_GAMMA, resampling: str = "systematic",
                  acquisition: str = "ei", signal_var: float = SIGNAL_VAR,
                  noise_var: float = NOISE_VAR, lengthscale_factor: float = LENGTHSCALE_FACTOR,
-                 rescale: float | None | str = "auto", **options):
+                 standardize: bool | str = "auto", **options):
         warmup = int(warmup)
         if warmup < 1:
             raise BomcmcError("IMBayesOpt adapts in warm-up: it needs warmup >= 1")
@@ -165,19 +167,24 @@ class IMBayesOptTuner(IMBanditTuner):
                          ("n_gamma", n_gamma)):
             if isinstance(v, bool) or int(v) != v or v < 1:
                 raise BomcmcError(f"{label} must be a positive integer, got {v!r}")
+        if standardize == "auto":
+            standardize = options.get("reward") in REWARDS_WITH_UNITS
+        if not isinstance(standardize, bool):
+            raise BomcmcError(f"standardize must be True, False or 'auto', got {standardize!r}")
+        if temperature is None:
+            temperature = STANDARDIZED_TEMPERATURE if standardize else TEMPERATURE
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)
                 and temperature > 0):
             raise BomcmcError(f"temperature must be a positive number, got {temperature!r}")
         if resampling not in sir_policy.RESAMPLING:
             raise BomcmcError(f"resampling must be one of {', '.join(sir_policy.RESAMPLING)}, "
                               f"got {resampling!r}")
-        if rescale == "auto":
-            rescale = 1.0 if options.get("reward") in REWARDS_WITH_UNITS else None
-        # p_i = i⁰ = 1: every BO step proposes
+        # p_i = i⁰ = 1: every BO step proposes; s = 1: the GP's mean is read as it is
         super().__init__(k_bounds, gamma_bounds, schedule="power", power=0.0,
                          acquisition=acquisition, adapt_in_sampling=False,
                          signal_var=signal_var, noise_var=noise_var,
-                         lengthscale_factor=lengthscale_factor, rescale=rescale, **options)
+                         lengthscale_factor=lengthscale_factor, rescale=None,
+                         standardize=standardize, **options)
         self.warmup, self.bo_steps = warmup, min(int(bo_steps), warmup)
         self.policy_size, self.temperature = int(policy_size), float(temperature)
         self.n_gamma, self.resampling = int(n_gamma), resampling
@@ -233,7 +240,7 @@ class IMBayesOptTuner(IMBanditTuner):
                           "uniform over the box", stacklevel=2)
         gp = self.gp if self.gp is not None else self.make_gp()
         us, ks = sir_policy.grid_candidates(self.lower, self.upper, self.n_gamma)
-        mu = self.scale() * gp.predict(np.column_stack([us, ks.astype(float)]))[0]
+        mu = gp.predict(np.column_stack([us, ks.astype(float)]))[0]
         gammas = np.array([to_knobs(self.bandit.box, (u, 1))[0] for u in us])
         w = sir_policy.sir_weights(mu, self.temperature)
         rng = np.random.default_rng([self.seed, 0, _SIR_STREAM])
@@ -278,7 +285,8 @@ def gp_mean_surface(state: dict, n_gamma: int = N_GAMMA):
     factor = float(cfg.get("lengthscale_factor", LENGTHSCALE_FACTOR))
     gp = GaussianProcess(np.where(width > 0, factor * width, 1.0),
                          signal_var=float(cfg.get("signal_var", SIGNAL_VAR)),
-                         noise_var=float(cfg.get("noise_var", NOISE_VAR)))
+                         noise_var=float(cfg.get("noise_var", NOISE_VAR)),
+                         standardize=bool(cfg.get("standardize", False)))
     gp.load_state_dict(state["gp"])
     uu, kk = np.meshgrid(us, ks)
     mu = gp.predict(np.column_stack([uu.ravel(), kk.ravel().astype(float)]))[0]

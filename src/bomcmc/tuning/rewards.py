@@ -12,7 +12,7 @@ and "step_size" (ε). A non-finite value means "no reward": the bandit never fee
 - "acf": the robust auto-correlation-area objective h(X) with l_min (Mahendran 2011 §3.1.1;
   `objectives.c` of the authors' code for Mahendran et al. 2012)
 - "energy_acf": h of the energy series (Mahendran et al. 2012), the IM tuners' default
-- "energy_jump": the energy's expected squared jump per move, a lower-noise reward for the
+- "energy_jump": the variance of the energy's jump per move, a lower-noise reward for the
   IM tuners (docs/spins.md, "The reward's noise against its signal")
 - any user callable f(chunk) -> float
 """
@@ -134,21 +134,22 @@ def energy_acf(chunk: dict, l_min: int = 26, max_lag: int = 100) -> float:
 
 
 def energy_jump(chunk: dict) -> float:
-    """J = mean over chains and moves of (lp_{t+1} − lp_t)², lp = −βE the log density after
-    each move: the energy's expected squared jump per move, in units of (βE)².
+    """J = the variance of the jumps lp_{t+1} − lp_t within each chain, averaged over chains;
+    lp = −βE the log density after each move. The energy's squared jump per move, in units
+    of (βE)², less the block's mean jump (a drift, as in burn-in, is not mixing).
 
-    In a stationary chain E[J] = 2σ²(1 − ρ₁), σ² the target's variance of lp, which no
-    setting of the sampler changes, and ρ₁ the energy's lag-1 auto-correlation; so J ranks
-    settings as 1 − ρ₁ does, without the block's own mean and variance that h needs, which a
-    block shorter than the energy's correlation time estimates poorly. Has units: the IM
-    tuners see it relative to the best reward so far. A chain that never moved scores 0;
-    a block of one move gives NaN (no reward)."""
+    In a stationary chain E[J] = 2σ²(1 − ρ₁) up to O(1/n²), σ² the target's variance of lp,
+    which no setting of the sampler changes, and ρ₁ the energy's lag-1 auto-correlation; so J
+    ranks settings as 1 − ρ₁ does, without the block's own mean and variance that h needs and
+    that a block shorter than the energy's correlation time estimates poorly. It has units:
+    the IM tuners' GP sees it standardised. A chain that never moved scores 0; a block of
+    one move gives NaN (no reward)."""
     lp = np.asarray(chunk["lp"], dtype=float)
     if lp.ndim == 1:
         lp = lp[None, :]
     if lp.shape[1] < 2:
         return float("nan")
-    return float(np.mean(np.diff(lp, axis=1) ** 2))
+    return float(np.mean(np.var(np.diff(lp, axis=1), axis=1)))
 
 
 REWARDS: dict[str, Callable] = {"esjd": esjd, "ess": ess_per_grad, "acf": acf_area,
