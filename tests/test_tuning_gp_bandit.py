@@ -54,6 +54,38 @@ def test_gp_posterior_matches_dense_inverse_including_repeated_inputs():
                                25 * math.exp(-0.5 * np.sum(((X[0] - X[1]) / ell) ** 2)))
 
 
+def test_a_standardised_gp_is_the_gp_of_the_standardised_mean_rewards():
+    """standardize=True: μ is the zero-mean GP's mean fitted to (r̄_j − m)/s over the distinct
+    inputs' mean rewards r̄_j (repeats merged, as without it); σ² does not change; far from
+    the data μ returns to 0, the observed mean (a zero-mean GP on the raw rewards returns to
+    0 in their units instead); the point predictor agrees; a copy keeps the option."""
+    rng = np.random.default_rng(2)
+    ell = np.array([0.7, 20.0])
+    distinct = np.column_stack([rng.uniform(-4, 0, 9), rng.integers(1, 101, 9)])
+    X = np.vstack([distinct, distinct[[0, 0, 3]]])
+    y = 500 + 80 * rng.normal(size=len(X))  # a reward with units, like the energy's jump
+    gp = GaussianProcess(ell, signal_var=1.0, standardize=True)
+    raw = GaussianProcess(ell, signal_var=1.0)
+    for x, r in zip(X, y):
+        gp.add(x, r), raw.add(x, r)
+    ybar = np.array([y[np.all(X == d, axis=1)].mean() for d in distinct])
+    target = (ybar - ybar.mean()) / ybar.std()
+    Xs = np.vstack([rng.uniform([-4, 1], [0, 100], (20, 2)), [[40.0, 1e4]]])
+    ref = GaussianProcess(ell, signal_var=1.0, noise_var=0.1)
+    for x, r, m in zip(distinct, target, [3, 1, 1, 2, 1, 1, 1, 1, 1]):
+        for _ in range(m):  # the same merged noise, σ_n²/m_j
+            ref.add(x, r)
+    mean, var = gp.predict(Xs)
+    mean_ref, var_ref = ref.predict(Xs)
+    np.testing.assert_allclose(mean, mean_ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(var, raw.predict(Xs)[1], rtol=1e-12, atol=1e-12)
+    assert abs(mean[-1]) < 1e-9 and raw.predict(Xs)[0][-1] < 1e-6  # back to the prior
+    assert raw.predict(distinct)[0].min() > 400  # the raw GP interpolates the raw rewards
+    point = gp.point_predictor()
+    assert point(Xs[0])[0] == pytest.approx(mean[0], rel=1e-9)
+    assert gp.copy().standardize and np.allclose(gp.copy().predict(Xs)[0], mean)
+
+
 def test_gp_state_round_trip_is_exact():
     rng = np.random.default_rng(1)
     gp = GaussianProcess([1.0, 5.0])

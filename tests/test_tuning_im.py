@@ -52,19 +52,25 @@ def _ar1(phi: float, chains: int, n: int, rng) -> np.ndarray:
 
 @pytest.mark.parametrize("phi", [0.5, 0.9, 0.99])
 def test_energy_jump_estimates_twice_the_variance_times_one_minus_the_lag_one_acf(phi):
-    """E[J] = 2σ²(1 − ρ₁) on blocks of 100 moves, σ² = 1 and ρ₁ = φ for the AR(1): within 4
-    standard errors of the mean over 400 independent blocks (the blocks' own spread;
-    measured −1.4 to 0.1). A jump over two moves (E = 2(1 − φ²)) fails it by 38–58 standard
-    errors, J divided by the block's own variance by 6–25. And J is in units of lp: −βE
-    gives β² times E's jump."""
+    """E[J] = 2σ²(1 − ρ₁) − 2σ²(1 − ρ₁ⁿ⁻¹)/(n − 1)² on blocks of n = 100 moves (the second
+    term is the block's mean jump, which J removes), σ² = 1 and ρ₁ = φ for the AR(1): within
+    4 standard errors of the mean over 400 independent blocks (the blocks' own spread;
+    measured −1.5 to 0.1 here, −2.0 to 1.8 over five other seeds each). A jump over two
+    moves (E = 2(1 − φ²)) fails it by 38–57 standard errors, J divided by the block's own
+    variance by 6–25. A drift added to the block does not change J. J is in units of lp:
+    −βE gives β² times E's."""
     rng = np.random.default_rng(int(phi * 100))
     x = _ar1(phi, 400, 100, rng)
     per_block = np.array([energy_jump({"lp": b}) for b in x])
     se = per_block.std(ddof=1) / np.sqrt(per_block.size)
-    assert abs(per_block.mean() - 2 * (1 - phi)) < 4 * se, (per_block.mean(), se)
+    expected = 2 * (1 - phi) - 2 * (1 - phi ** 99) / 99 ** 2
+    assert abs(per_block.mean() - expected) < 4 * se, (per_block.mean(), expected, se)
+    drift = 0.5 * np.arange(100)
+    assert energy_jump({"lp": x[:8] + drift}) == pytest.approx(energy_jump({"lp": x[:8]}),
+                                                               rel=1e-9)
     beta = 0.44
     assert energy_jump({"lp": -beta * x[:8]}) == pytest.approx(
-        beta ** 2 * np.mean(np.diff(x[:8], axis=1) ** 2), rel=1e-12)
+        beta ** 2 * energy_jump({"lp": x[:8]}), rel=1e-12)
     assert energy_jump({"lp": np.ones((2, 100))}) == 0.0  # stuck chains
     assert np.isnan(energy_jump({"lp": np.ones((2, 1))}))  # no jump to measure
 
@@ -135,37 +141,37 @@ def test_cut_run_resumes_to_identical_draws_and_policy(bo_run, tmp_path, keep):
     assert a.tuning.attrs["tuner_state"] == b.tuning.attrs["tuner_state"]
 
 
-def test_bayesopt_with_the_energy_jump_reads_the_gp_relative_to_the_best_reward(tmp_path):
-    """reward="energy_jump": each BO step's reward is J of its 100 moves; the GP's mean is
-    read as s·μ, s = 1 / the best reward, in the policy's weights exp(s·μ / T) (recomputed
-    here from the saved GP; read unscaled they differ); the policy is still exact (X² of
-    the energy levels, measured 5.0, 3.7 and 9.7 at seeds 0–2 on 6 degrees of freedom,
-    acceptance 0.80, against the 0.1 % point 22.5). h
-    keeps the GP's mean as it is."""
+def test_bayesopt_with_the_energy_jump_standardises_its_gp(tmp_path):
+    """reward="energy_jump": each BO step's reward is J of its 100 moves; the GP sees them
+    standardised and the policy's weights are exp(μ / T) with T = 1 on that scale
+    (recomputed here from the saved GP; from the unstandardised GP they differ); the policy
+    is still exact (X² of the energy levels, measured 2.4, 1.6 and 8.1 at seeds 0–2 on 6
+    degrees of freedom, acceptance 0.73–0.75, against the 0.1 % point 22.5). h keeps the unstandardised GP and T = 0.1."""
     from bomcmc.tuning import sir_policy
+    from bomcmc.tuning.im_tuner import IMBayesOptTuner
 
     path = tmp_path / "run"
     res = bomcmc.sample(out=path, seed=0, reward="energy_jump", **BO_RUN)
     state = json.loads(res.idata.tuning.attrs["tuner_state"])
-    assert state["config"]["rescale"] == 1.0
+    assert state["config"]["standardize"] is True and state["config"]["rescale"] is None
     rewards = np.asarray(res.idata.tuning["reward"])
     recs = _chunks(path)
     np.testing.assert_allclose(rewards, [energy_jump({"lp": r["lp"]}) for r in recs[:15]],
                                rtol=1e-12)
-    best = rewards.max()
-    assert state["max_reward"] == pytest.approx(best, rel=1e-12)
+    policy = state["policy"]
+    assert policy["temperature"] == 1.0
     _, _, mu = gp_mean_surface(state)  # (k, γ) grid, the policy's candidates
-    temperature = state["policy"]["temperature"]
-    scaled = sir_policy.sir_weights(mu.T.ravel() / best, temperature)
-    unscaled = sir_policy.sir_weights(mu.T.ravel(), temperature)
-    assert state["policy"]["ess"] == pytest.approx(1 / np.sum(scaled ** 2), rel=1e-9)
-    assert abs(state["policy"]["ess"] - 1 / np.sum(unscaled ** 2)) > 1.0
+    w = sir_policy.sir_weights(mu.T.ravel(), 1.0)
+    assert policy["ess"] == pytest.approx(1 / np.sum(w ** 2), rel=1e-9)
+    _, _, mu_raw = gp_mean_surface({**state, "config": {**state["config"],
+                                                        "standardize": False}})
+    w_raw = sir_policy.sir_weights(mu_raw.T.ravel(), 1.0)
+    assert abs(policy["ess"] - 1 / np.sum(w_raw ** 2)) > 1.0
     levels, p = _exact_levels(ENUM_4X4)
     x2, df = _chi2_levels(_energy(res, ENUM_4X4), levels, p)
     assert x2 < stats.chi2.isf(0.001, df), (x2, df)
-    from bomcmc.tuning.im_tuner import IMBayesOptTuner
-
-    assert IMBayesOptTuner((1, 8), (0.0, 1.0), warmup=100).config.rescale is None
+    h_tuner = IMBayesOptTuner((1, 8), (0.0, 1.0), warmup=100)
+    assert h_tuner.config.standardize is False and h_tuner.temperature == 0.1
 
 
 def test_gamma_searched_stretched_around_beta(tmp_path):

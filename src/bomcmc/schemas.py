@@ -180,11 +180,14 @@ TUNERS: dict[str, Schema] = {
                   Option("reward", str, "energy_acf", "the bandit's reward"),
                   ACQUISITION, SCHEDULE),
     "im_bayesopt": (K_BOUNDS, GAMMA_BOUNDS, GAMMA_SCALE,
-                    Option("reward", str, "energy_acf", "the bandit's reward"),
+                    Option("reward", str, "energy_acf", "the bandit's reward: energy_acf (h "
+                           "of the energy) or energy_jump (the variance of its jump per move; "
+                           "the GP sees it standardised)"),
                     BO_STEPS._replace(default=None, help="BO steps in warm-up (default: "
                                                          "warmup // 100, at most 100)"),
                     Option("policy_size", positive_int, 1000, "settings in the SIR policy"),
-                    Option("temperature", positive_float, 0.1, "T of the SIR weights exp(μ / T)")),
+                    Option("temperature", positive_float, None, "T of the SIR weights "
+                           "exp(μ / T) (default 0.1; 1 on energy_jump's standardised scale)")),
     "armhmc": (EPS_BOUNDS._replace(help="the latent block's step-size box (default: around "
                                         "Stan's heuristic ε₀)"),
                STEPS_BOUNDS, REWARD, ACQUISITION, SCHEDULE, BO_STEPS, START),
