@@ -20,8 +20,9 @@ The reward is h of the energy series (Mahendran 2011 §3.1.1, `rewards.energy_ac
 minus the mean absolute auto-correlation up to lag 100, averaged over the chunk's suffixes of
 at least 26 moves and over chains. The chains share θ and pool their draws in the reward.
 `reward="energy_jump"` (`rewards.energy_jump`) is the variance of the energy's jump per move
-instead, which has units: the GP sees it standardised, and the policy's T is 1 on that scale
-(docs/spins.md, "The reward's noise against its signal").
+instead, which has units: the GP sees it standardised, the policy's T is 1 on that scale,
+and the first block, which starts from the run's initial state, gives no reward (docs/spins.md,
+"The reward's noise against its signal").
 
 Decisions (docs/spins.md, "Tuning"):
 - GP of the authors' code: zero mean, signal variance 1, noise variance 0.1, SE-ARD length
@@ -143,10 +144,12 @@ class IMBayesOptTuner(IMBanditTuner):
         policy_size: M (1000). temperature: T (0.1; 1 with a standardised GP). n_gamma:
             the grid's γ values (100).
         resampling: "systematic" or "multinomial".
-        standardize: "auto" (default): the GP is fitted to the rewards standardised by
-            their mean and sd over the points tried (`gp.GaussianProcess`) for the rewards
-            with units ("esjd", "energy_jump"), and to the rewards as they are for h and a
-            user's callable; or True / False.
+        standardize: "auto" (default): for the rewards with units ("esjd", "energy_jump")
+            the GP is fitted to the rewards standardised by their mean and sd over the
+            points tried (`gp.GaussianProcess`), and the first BO step's reward is not
+            observed (its block starts from the run's initial state: the relaxation's jumps
+            would score as the best mixing in the box); for h and a user's callable, the
+            rewards as they are, all observed. Or True / False (both, or neither).
         other keyword arguments: `IMBanditTuner`'s (reward, seed, xi, maxfun, ...).
     """
 
@@ -185,6 +188,9 @@ class IMBayesOptTuner(IMBanditTuner):
                          signal_var=signal_var, noise_var=noise_var,
                          lengthscale_factor=lengthscale_factor, rescale=None,
                          standardize=standardize, **options)
+        if standardize:  # BO step 1's block is burn-in: no reward (bandit.i counts from 1)
+            reward_fn = self.reward_fn
+            self.reward_fn = lambda chunk: float("nan") if self.i <= 1 else reward_fn(chunk)
         self.warmup, self.bo_steps = warmup, min(int(bo_steps), warmup)
         self.policy_size, self.temperature = int(policy_size), float(temperature)
         self.n_gamma, self.resampling = int(n_gamma), resampling
