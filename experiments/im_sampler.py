@@ -173,7 +173,9 @@ def plots(result: dict, out_dir: Path) -> list[str]:
         axis = surface_grid(bo["trials"][0]["tuner_state"])[0]
         fig, ax = plt.subplots(figsize=(6, 4))
         im = ax.pcolormesh(axis, ks, mu, shading="auto", cmap="viridis")
-        fig.colorbar(im, ax=ax, label="GP mean of h (average over trials)")
+        label = ("GP mean of the standardised energy jump" if result.get("reward") == "energy_jump"
+                 else "GP mean of h")
+        fig.colorbar(im, ax=ax, label=f"{label} (average over trials)")
         for t in bo["trials"]:
             X = np.asarray(t["tuner_state"]["gp"]["X"])  # search coordinates
             ax.plot(X[:, 0], X[:, 1], "w.", ms=3)
