@@ -147,8 +147,7 @@ def test_bayesopt_with_the_energy_jump_standardises_its_gp(tmp_path):
     policy's weights are exp(μ / T) with T = 1 on that scale (recomputed here from the saved
     GP; from the unstandardised GP they differ); the policy is still exact (X² of the energy
     levels, measured 1.5, 0.7 and 1.2 at seeds 0–2 on 6 degrees of freedom, acceptance
-    0.74–0.76, against the 0.1 % point 22.5). h keeps the
-    unstandardised GP and T = 0.1."""
+    0.74–0.76, against the 0.1 % point 22.5). h keeps the unstandardised GP and T = 0.1."""
     from bomcmc.tuning import sir_policy
     from bomcmc.tuning.im_tuner import IMBayesOptTuner
 
