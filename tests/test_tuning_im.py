@@ -175,6 +175,10 @@ def test_bayesopt_with_the_energy_jump_standardises_its_gp(tmp_path):
     assert x2 < stats.chi2.isf(0.001, df), (x2, df)
     h_tuner = IMBayesOptTuner((1, 8), (0.0, 1.0), warmup=100)
     assert h_tuner.config.standardize is False and h_tuner.temperature == 0.1
+    with pytest.raises(BomcmcError, match="need the full GP"):
+        IMBayesOptTuner((1, 8), (0.0, 1.0), warmup=100, reward="energy_jump", gp="sparse")
+    with pytest.raises(BomcmcError, match="standardize must be"):
+        IMBayesOptTuner((1, 8), (0.0, 1.0), warmup=100, standardize="yes")
 
 
 def test_gamma_searched_stretched_around_beta(tmp_path):

@@ -174,6 +174,8 @@ class IMBayesOptTuner(IMBanditTuner):
             standardize = options.get("reward") in REWARDS_WITH_UNITS
         if not isinstance(standardize, bool):
             raise BomcmcError(f"standardize must be True, False or 'auto', got {standardize!r}")
+        if standardize and options.get("gp", "full") != "full":
+            raise BomcmcError("standardised rewards need the full GP (gp='full')")
         if temperature is None:
             temperature = STANDARDIZED_TEMPERATURE if standardize else TEMPERATURE
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)
