@@ -20,8 +20,8 @@ traces and the GP mean.
 on separate cores; `--merge A.json B.json ... --out ALL.json` joins their results (each
 method's trials in seed order, summaries recomputed), as if one process had run them all.
 `--gamma-bounds LO HI` narrows the γ box of the methods that search it (IMBayesOpt, IMUnif,
-IMBandit). `--reward energy_jump` gives IMBayesOpt the energy's squared jump per move as its
-reward in place of h. `--gamma-scale linear` gives IMBayesOpt's GP the linear γ axis
+IMBandit). `--reward energy_jump` gives IMBayesOpt the variance of the energy's jump per move
+as its reward in place of h. `--gamma-scale linear` gives IMBayesOpt's GP the linear γ axis
 (Mahendran's, and bomcmc's default before 2026-11-28) instead of the axis stretched around β.
 """
 
@@ -224,7 +224,7 @@ def main(argv=None) -> int:
                          "linear: as before 2026-11-28)")
     ap.add_argument("--reward", choices=("energy_acf", "energy_jump"), default=None,
                     help="IMBayesOpt's reward per BO step (default energy_acf: h; energy_jump: "
-                         "the energy's squared jump per move)")
+                         "the variance of the energy's jump per move)")
     ap.add_argument("--gamma-bounds", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                     help="IMBayesOpt's and IMUnif's γ box (default: the model's)")
     ap.add_argument("--seeds", default=None,
