@@ -177,8 +177,18 @@ def test_bayesopt_with_the_energy_jump_standardises_its_gp(tmp_path):
     assert h_tuner.config.standardize is False and h_tuner.temperature == 0.1
     with pytest.raises(BomcmcError, match="need the full GP"):
         IMBayesOptTuner((1, 8), (0.0, 1.0), warmup=100, reward="energy_jump", gp="sparse")
+    assert h_tuner.burn_in_steps == 0
+    jump_tuner = IMBayesOptTuner((1, 8), (0.0, 1.0), warmup=300, reward="energy_jump",
+                                 burn_in_steps=0, standardize=False)
+    assert jump_tuner.burn_in_steps == 0 and jump_tuner.config.standardize is False
+    jump_tuner.bandit = jump_tuner.bandit._replace(i=1)  # as in the first BO step
+    assert np.isfinite(jump_tuner._observed_reward(dict(recs[0])))  # observed when asked
     with pytest.raises(BomcmcError, match="standardize must be"):
         IMBayesOptTuner((1, 8), (0.0, 1.0), warmup=100, standardize="yes")
+    with pytest.raises(BomcmcError, match="burn_in_steps must be"):
+        IMBayesOptTuner((1, 8), (0.0, 1.0), warmup=300, burn_in_steps=3)
+    one_step = IMBayesOptTuner((1, 8), (0.0, 1.0), warmup=100, reward="energy_jump")
+    assert one_step.burn_in_steps == 0  # a single BO step is observed
 
 
 def test_gamma_searched_stretched_around_beta(tmp_path):

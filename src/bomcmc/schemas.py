@@ -187,7 +187,11 @@ TUNERS: dict[str, Schema] = {
                                                          "warmup // 100, at most 100)"),
                     Option("policy_size", positive_int, 1000, "settings in the SIR policy"),
                     Option("temperature", positive_float, None, "T of the SIR weights "
-                           "exp(μ / T) (default 0.1; 1 on energy_jump's standardised scale)")),
+                           "exp(μ / T) (default 0.1; 1 on energy_jump's standardised scale)"),
+                    Option("standardize", bool, None, "fit the GP to the standardised rewards "
+                           "(default: with energy_jump and esjd)"),
+                    Option("burn_in_steps", nonneg_int, None, "first BO steps whose reward is "
+                           "not observed (default: 1 with energy_jump and esjd, else 0)")),
     "armhmc": (EPS_BOUNDS._replace(help="the latent block's step-size box (default: around "
                                         "Stan's heuristic ε₀)"),
                STEPS_BOUNDS, REWARD, ACQUISITION, SCHEDULE, BO_STEPS, START),

@@ -20,9 +20,9 @@ The reward is h of the energy series (Mahendran 2011 §3.1.1, `rewards.energy_ac
 minus the mean absolute auto-correlation up to lag 100, averaged over the chunk's suffixes of
 at least 26 moves and over chains. The chains share θ and pool their draws in the reward.
 `reward="energy_jump"` (`rewards.energy_jump`) is the variance of the energy's jump per move
-instead, which has units: the GP sees it standardised, the policy's T is 1 on that scale,
-and the first block, which starts from the run's initial state, gives no reward (docs/spins.md,
-"The reward's noise against its signal").
+instead, which has units: the GP sees it standardised (`standardize`), the policy's T is 1
+on that scale, and the first block, which starts from the run's initial state, gives no
+reward (`burn_in_steps`; docs/spins.md, "The reward's noise against its signal").
 
 Decisions (docs/spins.md, "Tuning"):
 - GP of the authors' code: zero mean, signal variance 1, noise variance 0.1, SE-ARD length
@@ -144,12 +144,14 @@ class IMBayesOptTuner(IMBanditTuner):
         policy_size: M (1000). temperature: T (0.1; 1 with a standardised GP). n_gamma:
             the grid's γ values (100).
         resampling: "systematic" or "multinomial".
-        standardize: "auto" (default): for the rewards with units ("esjd", "energy_jump")
-            the GP is fitted to the rewards standardised by their mean and sd over the
-            points tried (`gp.GaussianProcess`), and the first BO step's reward is not
-            observed (its block starts from the run's initial state: the relaxation's jumps
-            would score as the best mixing in the box); for h and a user's callable, the
-            rewards as they are, all observed. Or True / False (both, or neither).
+        standardize: fit the GP to the rewards standardised by their mean and sd over the
+            points tried (`gp.GaussianProcess`). Default (None): for the rewards with units
+            ("esjd", "energy_jump"), not for h or a user's callable.
+        burn_in_steps: the first BO steps whose reward is not observed, because their blocks
+            start from the run's initial state (with "energy_jump" the relaxation's jumps
+            score as the best mixing in the box). Default (None): 1 for the rewards with
+            units (0 when there is one BO step), 0 for h (whose relaxing blocks score low)
+            and a user's callable.
         other keyword arguments: `IMBanditTuner`'s (reward, seed, xi, maxfun, ...).
     """
 
@@ -160,7 +162,8 @@ class IMBayesOptTuner(IMBanditTuner):
                  n_gamma: int = N_GAMMA, resampling: str = "systematic",
                  acquisition: str = "ei", signal_var: float = SIGNAL_VAR,
                  noise_var: float = NOISE_VAR, lengthscale_factor: float = LENGTHSCALE_FACTOR,
-                 standardize: bool | str = "auto", **options):
+                 standardize: bool | None = None, burn_in_steps: int | None = None,
+                 **options):
         warmup = int(warmup)
         if warmup < 1:
             raise BomcmcError("IMBayesOpt adapts in warm-up: it needs warmup >= 1")
@@ -170,10 +173,17 @@ class IMBayesOptTuner(IMBanditTuner):
                          ("n_gamma", n_gamma)):
             if isinstance(v, bool) or int(v) != v or v < 1:
                 raise BomcmcError(f"{label} must be a positive integer, got {v!r}")
-        if standardize == "auto":
-            standardize = options.get("reward") in REWARDS_WITH_UNITS
+        has_units = options.get("reward") in REWARDS_WITH_UNITS
+        if standardize is None:
+            standardize = has_units
         if not isinstance(standardize, bool):
-            raise BomcmcError(f"standardize must be True, False or 'auto', got {standardize!r}")
+            raise BomcmcError(f"standardize must be True or False, got {standardize!r}")
+        if burn_in_steps is None:  # one step (when there are two) for the rewards with units
+            burn_in_steps = 1 if has_units and min(int(bo_steps), warmup) > 1 else 0
+        if (isinstance(burn_in_steps, bool) or int(burn_in_steps) != burn_in_steps
+                or not 0 <= burn_in_steps < min(int(bo_steps), warmup)):
+            raise BomcmcError("burn_in_steps must be an integer in [0, the BO steps = "
+                              f"{min(int(bo_steps), warmup)}), got {burn_in_steps!r}")
         if standardize and options.get("gp", "full") != "full":
             raise BomcmcError("standardised rewards need the full GP (gp='full')")
         if temperature is None:
@@ -190,9 +200,8 @@ class IMBayesOptTuner(IMBanditTuner):
                          signal_var=signal_var, noise_var=noise_var,
                          lengthscale_factor=lengthscale_factor, rescale=None,
                          standardize=standardize, **options)
-        if standardize:  # BO step 1's block is burn-in: no reward (bandit.i counts from 1)
-            reward_fn = self.reward_fn
-            self.reward_fn = lambda chunk: float("nan") if self.i <= 1 else reward_fn(chunk)
+        self.burn_in_steps = int(burn_in_steps)
+        self._block_reward, self.reward_fn = self.reward_fn, self._observed_reward
         self.warmup, self.bo_steps = warmup, min(int(bo_steps), warmup)
         self.policy_size, self.temperature = int(policy_size), float(temperature)
         self.n_gamma, self.resampling = int(n_gamma), resampling
@@ -205,6 +214,11 @@ class IMBayesOptTuner(IMBanditTuner):
     @property
     def transitions(self) -> int:
         return self.phases.transitions
+
+    def _observed_reward(self, chunk: dict) -> float:
+        """The block's reward, or NaN (none: the GP skips it) in the first `burn_in_steps`
+        BO steps (`self.i` counts the current step from 1)."""
+        return float("nan") if self.i <= self.burn_in_steps else self._block_reward(chunk)
 
     # -- knobs -------------------------------------------------------------------------------
     def _resize(self, knobs):
@@ -264,7 +278,8 @@ class IMBayesOptTuner(IMBanditTuner):
         state = {**super().state_dict(history), **sir_policy.phases_to_json(self.phases)}
         state["config"].update(policy_size=self.policy_size, temperature=self.temperature,
                                n_gamma=self.n_gamma, resampling=self.resampling,
-                               warmup=self.warmup, bo_steps=self.bo_steps)
+                               warmup=self.warmup, bo_steps=self.bo_steps,
+                               burn_in_steps=self.burn_in_steps)
         return state
 
     def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
