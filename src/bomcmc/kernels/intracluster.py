@@ -22,7 +22,9 @@ The effective fields h^eff are carried in the state and updated per flip through
 neighbour lists (O(degree) per flip). The weights w_γ live in a sum tree (`sum_tree.py`,
 Wong & Easton 1980) with two columns, D(s)'s weights and U(s)'s, built once per proposal
 (O(N), vectorised: γ may change between moves). A flip rewrites the rows of the flipped spin
-(which changes set) and of its neighbours (whose fields changed), O(degree · log N); choosing
+(which changes set) and of its neighbours (whose fields changed), O(degree · log N): less
+work than recomputing all N weights on a lattice, more on a dense model such as an RBM,
+which therefore takes the O(N) walk (`default_proposal`); choosing
 a spin is one descent with the step's uniform variate, which lands on the spin that inverting
 the cumulative weights in index order gives (the O(N) scan this replaced: the same draws from
 the same keys, but for rounding at an interval's edge); a step's forward and reverse
@@ -200,9 +202,7 @@ def dense_propose(model, key, s, h_eff, k, gamma, k_max: int) -> Proposal:
     """The IM proposal without the tree: every flip recomputes the weights of all N spins and
     sums them over the candidate sets (O(N) per flip). Same keys, same walk as `propose`
     (tests/test_kernels_intracluster.py checks the paths agree); the reference the tree is
-    tested against, and on CPU the faster walk for a few dozen spins (the tests' runs on the
-    4 × 4 grid took 2.4 to 2.6 times as long with the tree, compilation included; choose it
-    with `im_kernel(model, proposal=dense_propose)`)."""
+    tested against, and the walk `default_proposal` gives dense models and small ones."""
     dtype = s.dtype
     c = jnp.asarray(model.reference, dtype)
     nbr = jnp.asarray(model.neighbors)
@@ -248,11 +248,23 @@ def select(key, knobs: IMKnobs) -> tuple[jax.Array, jax.Array]:
     return knobs.k[j], knobs.gamma[j]
 
 
-def im_kernel(model, name: str = "im", k_max: int | None = None, proposal=propose) -> Kernel:
+def default_proposal(model):
+    """The walk with less work per flip for the model: the sum tree rewrites D · log₂ P rows
+    (D the neighbour lists' width, P the tree's leaves), the O(N) walk recomputes N weights.
+    So a lattice takes the tree and an RBM, whose every spin neighbours the whole other
+    layer, the O(N) walk (docs/spins.md, "Which walk": on the 784 × 500 MNIST RBM the tree
+    made 0.07-0.16 times the O(N) walk's moves per second)."""
+    n, degree = model.neighbors.shape
+    return dense_propose if degree * (sum_tree.capacity(n).bit_length() - 1) >= n else propose
+
+
+def im_kernel(model, name: str = "im", k_max: int | None = None, proposal=None) -> Kernel:
     """The IM `Kernel` for a spin model. Knobs: k (integers 1 ≤ k ≤ k_max, default
     min(n, N − n)) and gamma (≥ 0), each a number or a sequence of the policy's M settings
     (a number is repeated; every move draws one setting uniformly). `proposal` has the
-    signature of `propose` (the benchmark passes the O(N)-per-flip walk it compares)."""
+    signature of `propose` (default: `default_proposal(model)`; both walks take the same
+    paths from the same keys)."""
+    proposal = default_proposal(model) if proposal is None else proposal
     n_spins, n_flipped = int(model.fields.shape[0]), int(model.n_flipped)
     limit = min(n_flipped, n_spins - n_flipped)
     k_max = limit if k_max is None else int(k_max)
@@ -319,7 +331,7 @@ def policy_knobs(k, gamma, k_max: int) -> IMKnobs:
                    gamma=np.broadcast_to(g_arr.astype(float_dtype()), (size,)).copy())
 
 
-def kawasaki_kernel(model, name: str = "kawasaki", proposal=propose) -> Kernel:
+def kawasaki_kernel(model, name: str = "kawasaki", proposal=None) -> Kernel:
     """Kawasaki dynamics: the IM move with k = 1 and γ = 0 (no knobs)."""
     base = im_kernel(model, name=name, k_max=1, proposal=proposal)
 
