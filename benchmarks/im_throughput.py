@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bomcmc.config import set_float64
-from bomcmc.kernels.intracluster import dense_propose, im_kernel
+from bomcmc.kernels.intracluster import dense_propose, im_kernel, propose
 from bomcmc.models.mnist_rbm import rbm_mnist
 from bomcmc.models.spins import ising_grid, rbm_digits, spin_glass
 
@@ -93,7 +93,8 @@ def main(argv=None):
     post = model.posterior()
     keys = jax.random.split(jax.random.PRNGKey(0), args.chains)
     starts = jax.vmap(model.random_state)(keys)
-    walks = {"tree": im_kernel(model), "dense": im_kernel(model, proposal=dense_propose)}
+    walks = {"tree": im_kernel(model, proposal=propose),
+             "dense": im_kernel(model, proposal=dense_propose)}
     knobs = jax.tree.map(jnp.asarray, walks["tree"].make_knobs(model.n, k=ks, gamma=gamma))
     states = jax.vmap(lambda x: walks["tree"].init(x, post.logdensity_fn))(starts)
     runs, out = {}, {}
