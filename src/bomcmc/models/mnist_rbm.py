@@ -14,7 +14,7 @@ bomcmc does not ship MNIST. It reads it from either of:
   it is installed without its dependencies. Being a pickle, the file is opened only if its
   SHA-256 is the one below.
 
-Training takes minutes (about 25 s per epoch on one core for 500 hidden units), so the trained
+Training takes minutes (about 25–30 s per epoch on one core for 500 hidden units), so the trained
 weights are kept in the user cache directory (`config.cache_dir()/models`), unless
 BOMCMC_NO_CACHE is set.
 """
@@ -28,6 +28,7 @@ import hashlib
 import importlib.util
 import os
 import pickle
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,10 @@ def trained_weights(n_hidden: int, seed: int = 0, n_iter: int = 20,
     from sklearn.neural_network import BernoulliRBM
 
     X = (load_mnist(path) > 0.5).astype(np.float64)
+    if sys.stderr.isatty():  # minutes of silence otherwise, at the first use only
+        where = f"; kept in {cached.parent}" if cached is not None else ""
+        sys.stderr.write(f"rbm-mnist-{n_hidden}: training BernoulliRBM on {len(X)} MNIST "
+                         f"images, {n_iter} epochs (about 25 s each){where}\n")
     rbm = BernoulliRBM(n_components=int(n_hidden), learning_rate=0.05, batch_size=10,
                        n_iter=int(n_iter), random_state=seed).fit(X)
     W, b, c = rbm.components_.T, rbm.intercept_visible_, rbm.intercept_hidden_
