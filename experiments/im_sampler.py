@@ -9,7 +9,7 @@ dynamics on a 2D ferromagnet, a 3D spin glass and an RBM at fixed magnetisation
 Every method runs `--trials` independent single-chain runs (seeds 0, 1, ...), each with
 `--warmup` moves of warm-up (IMBayesOpt's adaptation phase: warmup // 100 BO steps of 100
 moves; for the other methods a burn-in at their own setting) and `--draws` moves kept. Per
-trial: h of the energy (the BO objective: `rewards.energy_acf` averaged over consecutive
+trial: h of the energy (Mahendran's BO objective: `rewards.energy_acf` averaged over consecutive
 blocks of 100 moves), the mean |ACF| of the energy over lags 1..500 (Figs 4.1, 4.4, 4.7),
 ArviZ's ESS of the energy, per move and per second of sampling (compilation excluded),
 the acceptance rate and the mean k. IMBayesOpt's GP mean over (γ, k) and its tried points
@@ -20,8 +20,10 @@ traces and the GP mean.
 on separate cores; `--merge A.json B.json ... --out ALL.json` joins their results (each
 method's trials in seed order, summaries recomputed), as if one process had run them all.
 `--gamma-bounds LO HI` narrows the γ box of the methods that search it (IMBayesOpt, IMUnif,
-IMBandit). `--reward energy_jump` gives IMBayesOpt the variance of the energy's jump per move
-as its reward in place of h. `--gamma-scale linear` gives IMBayesOpt's GP the linear γ axis
+IMBandit). `--reward energy_acf` gives IMBayesOpt Mahendran's h as its reward in place of the
+variance of the energy's jump per move (bomcmc's default since 2026-12-02; results written
+before then with no reward recorded used h, and a sampling policy with T = 1 for energy_jump
+where no temperature was given). `--gamma-scale linear` gives IMBayesOpt's GP the linear γ axis
 (Mahendran's, and bomcmc's default before 2026-11-28) instead of the axis stretched around β.
 """
 
@@ -39,6 +41,7 @@ import arviz as az
 import numpy as np
 
 import bomcmc
+from bomcmc.schemas import TUNERS
 from bomcmc.tuning.im_tuner import gp_mean_surface, surface_grid
 from bomcmc.tuning.rewards import energy_acf
 
@@ -46,6 +49,7 @@ METHODS = {"IMExpert": "im_expert", "IMUnif": "im_unif", "Kawasaki": "kawasaki",
            "IMBayesOpt": "im_bayesopt", "IMBandit": "im_bandit"}
 MAX_LAG = 500
 BLOCK = 100
+DEFAULT_REWARD = next(o.default for o in TUNERS["im_bayesopt"] if o.name == "reward")
 
 
 def abs_acf(e: np.ndarray, max_lag: int = MAX_LAG) -> np.ndarray:
@@ -215,16 +219,17 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3000)
     ap.add_argument("--draws", type=int, default=10000)
     ap.add_argument("--temperature", type=float, default=None,
-                    help="IMBayesOpt's SIR temperature T (weights exp(μ/T); default 0.1)")
+                    help="IMBayesOpt's SIR temperature T (weights exp(μ/T); default 0.2 with "
+                         "energy_jump, 0.1 with energy_acf)")
     ap.add_argument("--bo-steps", type=int, default=None,
                     help="IMBayesOpt's BO steps in warm-up (default: warmup // 100, at most "
                          "100); fewer steps are longer blocks, each reward less noisy")
     ap.add_argument("--gamma-scale", choices=("beta", "linear"), default=None,
                     help="IMBayesOpt's γ axis for its GP (default beta: stretched around β; "
                          "linear: as before 2026-11-28)")
-    ap.add_argument("--reward", choices=("energy_acf", "energy_jump"), default=None,
-                    help="IMBayesOpt's reward per BO step (default energy_acf: h; energy_jump: "
-                         "the variance of the energy's jump per move)")
+    ap.add_argument("--reward", choices=("energy_acf", "energy_jump"), default=DEFAULT_REWARD,
+                    help="IMBayesOpt's reward per BO step (energy_jump: the variance of the "
+                         "energy's jump per move, the default; energy_acf: Mahendran's h)")
     ap.add_argument("--gamma-bounds", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                     help="IMBayesOpt's and IMUnif's γ box (default: the model's)")
     ap.add_argument("--seeds", default=None,

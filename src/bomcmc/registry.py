@@ -28,7 +28,7 @@ posterior's model when a run starts (`Sampler.build`):
                  sequences of the settings a move draws from uniformly)
     im_expert    IM at the model's expert setting (Mahendran 2011 Table 4.1)
     im_unif      IM with (k, γ) drawn uniformly from the box's grid at every move
-    im_bayesopt  IMBayesOpt: EI on h of the energy in warm-up, then a frozen SIR policy
+    im_bayesopt  IMBayesOpt: EI on the energy's jump in warm-up, then a frozen SIR policy
     im_bandit    IM tuned by adaptive HMC's GP bandit over (γ, k), adapting forever
     kawasaki     Kawasaki dynamics (IM with k = 1, γ = 0)
 
@@ -211,6 +211,7 @@ def _make_im_tuner(model, two_phase_: bool, options: dict, spec, flat, states):
     scale = opts.pop("gamma_scale", "beta" if two_phase_ else "linear")
     opts["warp_at"] = model.beta if scale == "beta" else None
     if two_phase_:
+        opts.setdefault("reward", im_tuner.SAMPLER_REWARD)
         return im_tuner.IMBayesOptTuner(k_bounds, gamma_bounds, warmup=spec.warmup,
                                         seed=spec.seed, **opts)
     return im_tuner.IMBanditTuner(k_bounds, gamma_bounds, seed=spec.seed, **opts)

@@ -180,14 +180,15 @@ TUNERS: dict[str, Schema] = {
                   Option("reward", str, "energy_acf", "the bandit's reward"),
                   ACQUISITION, SCHEDULE),
     "im_bayesopt": (K_BOUNDS, GAMMA_BOUNDS, GAMMA_SCALE,
-                    Option("reward", str, "energy_acf", "the bandit's reward: energy_acf (h "
-                           "of the energy) or energy_jump (the variance of its jump per move; "
-                           "the GP sees it standardised)"),
+                    Option("reward", str, "energy_jump", "the bandit's reward: energy_jump "
+                           "(the variance of the energy's jump per move; the GP sees it "
+                           "standardised) or energy_acf (h of the energy, Mahendran's)"),
                     BO_STEPS._replace(default=None, help="BO steps in warm-up (default: "
                                                          "warmup // 100, at most 100)"),
                     Option("policy_size", positive_int, 1000, "settings in the SIR policy"),
                     Option("temperature", positive_float, None, "T of the SIR weights "
-                           "exp(μ / T) (default 0.1; 1 on energy_jump's standardised scale)"),
+                           "exp(μ / T) (default 0.2 on energy_jump's standardised scale; 0.1 with "
+                           "energy_acf)"),
                     Option("standardize", bool, None, "fit the GP to the standardised rewards "
                            "(default: with energy_jump and esjd)"),
                     Option("burn_in_steps", nonneg_int, None, "first BO steps whose reward is "
