@@ -190,6 +190,36 @@ def test_bayesopt_by_default_standardises_the_energy_jump(bo_run):
     assert one_step.burn_in_steps == 0  # a single BO step is observed
 
 
+def _without_reward_names(run_dir):
+    """The run as bomcmc wrote it before 2026-12-02: no reward in its options (h was the
+    default) and none in its tuner states."""
+    cfg = json.loads((run_dir / "config.json").read_text())
+    cfg["tuner_options"].pop("reward")
+    (run_dir / "config.json").write_text(json.dumps(cfg))
+    for f in sorted((run_dir / "chunks").glob("*.npz")):
+        rec = dict(np.load(f))
+        state = json.loads(str(rec["tuner_state"]))
+        state["config"].pop("reward")
+        rec["tuner_state"] = np.array(json.dumps(state))
+        np.savez(f, **rec)
+
+
+@pytest.mark.parametrize("keep", [4, 16])  # cut in adaptation / in sampling
+def test_a_run_begun_under_the_old_default_resumes_with_it(tmp_path, keep):
+    """A run begun with h when h was the default (its files name no reward) resumes with h,
+    its T and its burn-in, to the draws of the whole run, though the sampler now defaults to
+    the energy jump; a run that names its reward keeps it however the defaults change."""
+    run = dict(BO_RUN, draws=1000, chunk_size=500, seed=1)
+    full = bomcmc.sample(out=tmp_path / "full", reward="energy_acf", **run)
+    cut = cut_copy(tmp_path / "full", tmp_path / "cut", keep)
+    _without_reward_names(cut)
+    resumed = bomcmc.resume(cut, progress=False)
+    np.testing.assert_array_equal(np.asarray(full.idata.posterior["x"]),
+                                  np.asarray(resumed.idata.posterior["x"]))
+    state = json.loads(resumed.idata.tuning.attrs["tuner_state"])
+    assert state["config"]["reward"] == "energy_acf" and state["config"]["temperature"] == 0.1
+
+
 def test_gamma_searched_stretched_around_beta(tmp_path):
     """gamma_scale="beta" (the default): the GP sees γ as u = sign(γ − β) log(1 + 100 |γ − β|
     / β), so the policy's candidates crowd around β, where the IM move's acceptance falls

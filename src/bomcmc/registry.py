@@ -211,9 +211,10 @@ def _make_im_tuner(model, two_phase_: bool, options: dict, spec, flat, states):
     scale = opts.pop("gamma_scale", "beta" if two_phase_ else "linear")
     opts["warp_at"] = model.beta if scale == "beta" else None
     if two_phase_:
+        defaulted = "reward" not in opts
         opts.setdefault("reward", im_tuner.SAMPLER_REWARD)
         return im_tuner.IMBayesOptTuner(k_bounds, gamma_bounds, warmup=spec.warmup,
-                                        seed=spec.seed, **opts)
+                                        seed=spec.seed, reward_defaulted=defaulted, **opts)
     return im_tuner.IMBanditTuner(k_bounds, gamma_bounds, seed=spec.seed, **opts)
 
 

@@ -56,6 +56,7 @@ from . import sir_policy
 from .gp import GaussianProcess
 from .bandit import KnobBox, lower, to_knobs, upper
 from .gp_bandit import GPBanditTuner, box_of_state
+from .rewards import get_reward
 
 # rewards with units, which the GP sees standardised (`gp.GaussianProcess`); h (≤ 1, no
 # units) is seen as it is, as in the authors' code
@@ -160,6 +161,9 @@ class IMBayesOptTuner(IMBanditTuner):
             score as the best mixing in the box). Default (None): 1 for the rewards with
             units (0 when there is one BO step), 0 for h (whose relaxing blocks score low)
             and a user's callable.
+        reward_defaulted: the reward is the sampler's default, not the user's (set by the
+            sampler's factory): a run saved before 2026-12-02 without its reward's name used
+            h then, and resumes with it (`load_state_dict`).
         other keyword arguments: `IMBanditTuner`'s (reward, seed, xi, maxfun, ...).
     """
 
@@ -171,7 +175,7 @@ class IMBayesOptTuner(IMBanditTuner):
                  acquisition: str = "ei", signal_var: float = SIGNAL_VAR,
                  noise_var: float = NOISE_VAR, lengthscale_factor: float = LENGTHSCALE_FACTOR,
                  standardize: bool | None = None, burn_in_steps: int | None = None,
-                 **options):
+                 reward_defaulted: bool = False, **options):
         warmup = int(warmup)
         if warmup < 1:
             raise BomcmcError("IMBayesOpt adapts in warm-up: it needs warmup >= 1")
@@ -209,6 +213,9 @@ class IMBayesOptTuner(IMBanditTuner):
                          lengthscale_factor=lengthscale_factor, rescale=None,
                          standardize=standardize, **options)
         self.burn_in_steps = int(burn_in_steps)
+        reward = options.get("reward", "energy_acf")
+        self.reward_name = reward if isinstance(reward, str) else None  # None: a callable
+        self.reward_defaulted = bool(reward_defaulted)
         self._block_reward, self.reward_fn = self.reward_fn, self._observed_reward
         self.warmup, self.bo_steps = warmup, min(int(bo_steps), warmup)
         self.policy_size, self.temperature = int(policy_size), float(temperature)
@@ -287,12 +294,22 @@ class IMBayesOptTuner(IMBanditTuner):
         state["config"].update(policy_size=self.policy_size, temperature=self.temperature,
                                n_gamma=self.n_gamma, resampling=self.resampling,
                                warmup=self.warmup, bo_steps=self.bo_steps,
-                               burn_in_steps=self.burn_in_steps)
+                               burn_in_steps=self.burn_in_steps, reward=self.reward_name)
         return state
 
     def load_state_dict(self, state: dict, history: list[dict] | None = None) -> None:
+        """Restore `state`, with the reward, T and burn-in the run started with, so that a run
+        resumes as it began whatever the defaults are now."""
         super().load_state_dict(state, history)
         self.phases = sir_policy.phases_from_json(state)
+        cfg = state.get("config") or {}
+        name = cfg.get("reward", "energy_acf" if self.reward_defaulted else self.reward_name)
+        if name is not None and name != self.reward_name:
+            self._block_reward, self.reward_name = get_reward(name), name
+        if "temperature" in cfg:
+            self.temperature = float(cfg["temperature"])
+        if cfg:  # burn_in_steps is saved since 2026-12-01; every block was observed before
+            self.burn_in_steps = int(cfg.get("burn_in_steps", 0))
 
 
 def surface_grid(state: dict, n_gamma: int = N_GAMMA) -> tuple[np.ndarray, np.ndarray]:
