@@ -66,7 +66,8 @@ TEMPERATURE = 0.1  # T of w ∝ exp(μ / T): the authors' exp(10 μ)
 # T on the standardised scale: sharper than Alg. 2's T = 1 of Mahendran (2011), whose policy
 # spread over settings that mix worse than the GP's peak (module docstring)
 STANDARDIZED_TEMPERATURE = 0.2
-SAMPLER_REWARD = "energy_jump"  # the sampler im_bayesopt's reward (the classes': h)
+MAHENDRAN_REWARD = "energy_acf"  # h: the tuner classes' reward, im_bayesopt's before 2026-12-02
+SAMPLER_REWARD = "energy_jump"  # the sampler im_bayesopt's reward
 N_GAMMA = 100  # γ values of the candidate grid (Mahendran 2011 §4.2.1)
 BO_STEP_DRAWS = 100  # m: moves per BO step (Mahendran 2011 §4.2.1)
 MAX_BO_STEPS = 100  # I (Mahendran 2011 §4.2.1)
@@ -115,7 +116,7 @@ class IMBanditTuner(GPBanditTuner):
     name = "im_bandit"
     history_keys = ("gamma", "k")
 
-    def __init__(self, k_bounds, gamma_bounds, reward="energy_acf", start: str = "center",
+    def __init__(self, k_bounds, gamma_bounds, reward=MAHENDRAN_REWARD, start: str = "center",
                  warp_at: float | None = None, **options):
         super().__init__(reward=reward, start=start,
                          box=im_box(k_bounds, gamma_bounds, warp_at), **options)
@@ -213,7 +214,7 @@ class IMBayesOptTuner(IMBanditTuner):
                          lengthscale_factor=lengthscale_factor, rescale=None,
                          standardize=standardize, **options)
         self.burn_in_steps = int(burn_in_steps)
-        reward = options.get("reward", "energy_acf")
+        reward = options.get("reward", MAHENDRAN_REWARD)
         self.reward_name = reward if isinstance(reward, str) else None  # None: a callable
         self.reward_defaulted = bool(reward_defaulted)
         self._block_reward, self.reward_fn = self.reward_fn, self._observed_reward
@@ -303,7 +304,7 @@ class IMBayesOptTuner(IMBanditTuner):
         super().load_state_dict(state, history)
         self.phases = sir_policy.phases_from_json(state)
         cfg = state.get("config") or {}
-        name = cfg.get("reward", "energy_acf" if self.reward_defaulted else self.reward_name)
+        name = cfg.get("reward", MAHENDRAN_REWARD if self.reward_defaulted else self.reward_name)
         if name is not None and name != self.reward_name:
             self._block_reward, self.reward_name = get_reward(name), name
         if "temperature" in cfg:
