@@ -16,12 +16,20 @@ search had gone uphill; then `--cases ahmc` when ahmc's proposals moved from DIR
 L-BFGS-B to the grid search, `search="grid"`, while ahmc_paper, now with `search="direct"`,
 reproduced its recorded draws; then both when a window's metric estimate began to move the
 metric only as far as the estimate's own noise allows, `learned_metric.shrink_weight`).
-Another CPU may round the last bits differently, so this
-test allows 1e-10; for the samplers whose knobs a host-side tuner chooses (ahmc, two_phase)
-1e-7, because the tuner's DIRECT and L-BFGS-B searches and the GP's Cholesky factors run on
-the CPU's BLAS and pass its rounding on to ε: on a second machine, ahmc's draws differed from
-the golden ones by up to 2.3e-10 and its energy errors by 1.6e-9, the recorded tree's too. A
-refactor that changes a draw changes it by far more (test_a_changed_draw_is_caught).
+Then `--cases ahmc_paper,two_phase` when the acquisition values DIRECT compares were rounded
+to 9 significant digits (tuning/acquisition.py), on a CPU (Zen 3, AVX2) where the draws
+recorded on an earlier machine were not reproduced: a difference in the acquisition's last bits
+had sent DIRECT to another rectangle, and ahmc_paper's draws were 0.74 away.
+
+Another CPU rounds differently. Emulated here with a narrower instruction set for XLA
+(`XLA_FLAGS=--xla_cpu_max_isa=AVX`, no FMA) or other BLAS kernels for NumPy
+(`OPENBLAS_CORETYPE=Sandybridge`), against draws recorded without either
+(`python benchmarks/golden_draws.py check FILE --short --rtol 1e-300` prints each case's largest
+difference), the untuned samplers' draws moved by at most 1.9e-9 (nuts) and the tuned ones'
+(host-side tuners: the GP's linear algebra, DIRECT, L-BFGS-B and Brent) by at most 1.7e-4
+(ahmc_paper), 5.0e-7 (ahmc) and 2.7e-11 (two_phase). This test allows 1e-8 and, for the tuned
+samplers, 1e-3. A refactor that changes a draw changes it by far more (0.74 above;
+test_a_changed_draw_is_caught).
 """
 
 import importlib.util
@@ -45,7 +53,7 @@ def _golden_module():
 
 def test_short_runs_reproduce_the_golden_draws():
     golden = dict(np.load(ROOT / "tests" / "data" / "golden_draws_short.npz"))
-    problems = _golden_module().compare(golden, short=True, rtol=1e-10, tuned_rtol=1e-7)
+    problems = _golden_module().compare(golden, short=True, rtol=1e-8, tuned_rtol=1e-3)
     assert not problems, "\n".join(problems)
 
 
@@ -59,5 +67,5 @@ def test_a_changed_draw_is_caught():
     only_hmc = {k: v for k, v in golden.items() if k.startswith("hmc/")}
     cases = mod.cases
     mod.cases = lambda short: [c for c in cases(short) if c[0] == "hmc"]
-    problems = mod.compare(only_hmc, short=True, rtol=1e-10)
+    problems = mod.compare(only_hmc, short=True, rtol=1e-8)
     assert any(key.split("/", 1)[1] in p for p in problems)

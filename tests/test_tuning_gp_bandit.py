@@ -221,6 +221,29 @@ def test_direct_finds_the_global_bump(polish):
     assert x1[0] == -2.3 and abs(x1[1] - 71.0) <= 1e-2 * 99
 
 
+def test_directs_choice_does_not_hang_on_the_last_bits_of_the_acquisition(monkeypatch):
+    """Two equal bumps: which one DIRECT returns is decided by a tie, and another CPU rounds
+    the acquisition's last bits differently (emulated: relative noise of 1e-14). Rounded to
+    SIGNIFICANT_DIGITS, every noisy copy returns the same point; with every digit compared
+    (the variant without the rounding), measured: both bumps, over 20 noise seeds."""
+    def bumps(x):
+        return np.exp(-(x[0] - 0.2) ** 2 / 0.01) + np.exp(-(x[0] - 0.8) ** 2 / 0.01)
+
+    def argmaxes():
+        found = set()
+        for seed in range(20):
+            noise = np.random.default_rng(seed)
+            x, _ = acquisition.maximize(
+                lambda x: bumps(x) * (1.0 + 1e-14 * noise.standard_normal()), [0.0], [1.0])
+            found.add(round(float(x[0]), 6))
+        return found
+
+    assert argmaxes() == {round(float(acquisition.maximize(bumps, [0.0], [1.0])[0][0]), 6)}
+    every_digit = acquisition.rounded
+    monkeypatch.setattr(acquisition, "rounded", lambda v: every_digit(v, 17))
+    assert len(argmaxes()) == 2
+
+
 def test_grid_axes_spread_integers_and_centre_the_continuous_axis():
     eps, steps = acquisition.grid_axes([-3.0, 1.5], [-1.0, 6.2], [False, True], points=5)
     np.testing.assert_allclose(eps, [-2.8, -2.4, -2.0, -1.6, -1.2])  # cell centres

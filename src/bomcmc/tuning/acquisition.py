@@ -9,7 +9,10 @@
   used `direct.m` of Finkel 2003) with at most 200 evaluations and 50 iterations, then a bounded
   L-BFGS-B polish from DIRECT's point, at most 100 iterations (the authors' code for Wang,
   Mohamed & de Freitas 2013: DIRECT then `minConf_TMP`). The polish is kept only if it
-  improves on DIRECT.
+  improves on DIRECT. Both compare the acquisition rounded to SIGNIFICANT_DIGITS: its last
+  bits differ from CPU to CPU (BLAS kernels, vector units), and DIRECT turns a difference in
+  the 15th digit into another rectangle, hence another proposal (docs/tuning.md, "The same
+  proposals on every CPU").
 - maximisation over a box with integer axes and one continuous axis (`maximize_grid`, AHMC's
   (log ε, L)): the acquisition at every integer value (or GRID_INTEGERS of them, evenly
   spread, where there are more) times GRID_POINTS values of the continuous axis, evaluated in
@@ -28,6 +31,7 @@ import numpy as np
 from scipy.optimize import direct, minimize, minimize_scalar
 from scipy.special import ndtr
 
+SIGNIFICANT_DIGITS = 9  # of the acquisition values `maximize` compares
 GRID_POINTS = 17  # the continuous axis's grid in `maximize_grid`, ends included
 GRID_INTEGERS = 16  # at most this many values of each integer axis
 
@@ -105,16 +109,19 @@ def maximize(fn: Callable[[np.ndarray], float], lower, upper, maxfun: int = 200,
             x[free] = z
             return x
 
-    def neg(z):
+    def neg_exact(z):
         v = float(fn(embed(z)))
         return -v if math.isfinite(v) else math.inf
+
+    def neg(z):
+        return rounded(neg_exact(z))
 
     bounds = list(zip(lower[free], upper[free]))
     res = direct(neg, bounds, maxfun=maxfun, maxiter=maxiter, locally_biased=False)
     z, val = np.asarray(res.x, dtype=float), float(res.fun)
     if polish:
-        if value_and_grad is None:
-            objective, jac = neg, None
+        if value_and_grad is None:  # L-BFGS-B's finite differences need every digit
+            objective, jac = neg_exact, None
         else:
             def objective(z):
                 v, g = value_and_grad(embed(z))
@@ -131,6 +138,13 @@ def maximize(fn: Callable[[np.ndarray], float], lower, upper, maxfun: int = 200,
             if val_pol < val:
                 z, val = z_pol, val_pol
     return embed(z), -val
+
+
+def rounded(v: float, digits: int = SIGNIFICANT_DIGITS) -> float:
+    """v to `digits` significant digits (0, ±inf and NaN unchanged)."""
+    if v == 0.0 or not math.isfinite(v):
+        return v
+    return float(f"{v:.{digits - 1}e}")
 
 
 def grid_axes(lower, upper, integer, points: int = GRID_POINTS,
