@@ -161,7 +161,7 @@ CHOO_KNOBS = dict(step_size=0.3, eta_ratio=0.5)
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_dynamical_b_with_choos_estimate_matches_the_exact_posterior(seed):
-    """As test_kernels_choo_dynamics's exact test (Bonferroni bound 3.9), with Choo's
+    """As test_kernels_choo_dynamics's exact test (Bonferroni bound 4.4), with Choo's
     estimate and η_h = η_p/2. Measured worst |z|: 1.5 and 2.7 (seeds 0, 1)."""
     z, bound = _exact_z(DynamicalB(_linear()[0], hyper_curvature="choo"), seed, **CHOO_KNOBS)
     for name, (z_mean, z_var) in z.items():

@@ -184,7 +184,7 @@ SPLIT = dict(splits=(2, 3), step_size=0.6)
                                                   (GaussNewtonB, 0, {}), (GaussNewtonB, 1, {})])
 def test_dynamics_match_the_exact_posterior(variant, seed, knobs):
     """Log-precisions and weights of a linear model with Gamma priors on τ_w and τ_noise:
-    means and variances within the Bonferroni MCSE bound (3.9 for 10 comparisons) of
+    means and variances within the Bonferroni MCSE bound (4.4 for 10 comparisons) of
     quadrature. Measured worst |z|: A 1.4 (seed 0); B (Gauss–Newton) 1.6, 2.4 (seeds 0, 1);
     η = 0.3, L ~ U{1..20}, acceptance 0.98. A with each weight update split in two and each
     hyperparameter update in three (Choo 2000 §6.2.2), at η = 0.6 (acceptance above 0.99 at

@@ -66,7 +66,7 @@ def knobs():
 
 
 def test_exact_on_a_gaussian(knobs):
-    """Mean and variance within the Bonferroni bound (3.5 MCSE for the 2 comparisons) on
+    """Mean and variance within the Bonferroni bound (4.1 MCSE for the 2 comparisons) on
     every seed."""
     x, acc = _chains(knobs)
     for s, draws in zip(SEEDS, x):
