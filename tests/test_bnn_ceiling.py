@@ -1,7 +1,8 @@
 """The network estimators' ceiling on η after divergences (`divergence_margin`, on by
 default; tuning/ceiling_bandit.py): on a small network where Wang's bandit diverges in a
-large share of the kept draws, the ceiling leaves few; the parameter reaches the tuner from
-the estimator and from `bomcmc bnn fit`, and a bad value is a one-line error."""
+large share of the kept draws (seed 0), the ceiling leaves few, and over eight seeds fewer
+on average (`-m slow`); the parameter reaches the tuner from the estimator and from
+`bomcmc bnn fit`, and a bad value is a one-line error."""
 
 from __future__ import annotations
 
@@ -27,16 +28,25 @@ def _divergent_fraction(seed: int, **kw) -> float:
     return float(np.mean(est.idata_.sample_stats["diverging"].values))
 
 
-@pytest.mark.parametrize("seed", [0, pytest.param(2, marks=pytest.mark.slow)])
-def test_the_ceiling_leaves_few_of_the_divergences_wangs_bandit_keeps(seed, compilation_cache):
-    """Wang's box on a 4-unit network, float64. Measured in seeds 0-7: Wang's bandit
-    (`divergence_margin=None`) diverged in 0.7-27 % of the kept draws (20 % and 16 % in
-    seeds 0 and 2), the default ceiling in 0.4-3.3 % (1.0 % and 2.8 %). Wang's bandit, the
-    variant without the rule, fails the first assertion."""
-    wang = _divergent_fraction(seed, divergence_margin=None)
-    ceiling = _divergent_fraction(seed)  # the default, 0.8
+def test_the_ceiling_leaves_few_of_the_divergences_wangs_bandit_keeps(compilation_cache):
+    """Wang's box on a 4-unit network, float64, seed 0: Wang's bandit (`divergence_margin=None`)
+    diverged in 29 % of the kept draws, the default ceiling in 2.0 % (2026-12-02, a Zen 3
+    machine, the acquisition rounded as tuning/acquisition.py does). Wang's bandit, the variant
+    without the rule, fails the first assertion. Seed 0 is not typical: see the next test."""
+    wang = _divergent_fraction(0, divergence_margin=None)
+    ceiling = _divergent_fraction(0)  # the default, 0.8
     assert wang > 0.10, wang  # the setting diverges without the rule
     assert ceiling <= 0.05 and ceiling <= wang / 3, (ceiling, wang)
+
+
+@pytest.mark.slow
+def test_over_eight_seeds_the_ceiling_keeps_fewer_divergences():
+    """Seeds 0-7, measured as above: Wang's bandit 29, 2.5, 5.8, 1.0, 28, 32, 2.7, 3.7 % of the
+    kept draws (mean 13.0 %), the ceiling 2.0, 0.4, 18, 0, 11, 0, 2.1, 4.3 % (mean 4.7 %): fewer
+    on average, not on every seed (seeds 2 and 7 diverge more with it)."""
+    wang = np.mean([_divergent_fraction(s, divergence_margin=None) for s in range(8)])
+    ceiling = np.mean([_divergent_fraction(s) for s in range(8)])
+    assert ceiling <= wang / 2, (ceiling, wang)
 
 
 @pytest.mark.parametrize("margin", [0.0, 1.5, "0.8", True])
