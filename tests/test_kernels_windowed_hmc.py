@@ -120,9 +120,9 @@ def test_invariance_and_detailed_balance_from_independent_starts(knobs):
 
 def test_window_of_one_is_hmc_draw_for_draw():
     """W = 1 is plain HMC, at a fixed L and at L_r ~ U{1..L}: the same keys give the same
-    positions, bit for bit, over 300 transitions; W = L + 1 always accepts. The log density and ΔH agree to rounding
-    (1e-12), not bit for bit: the windowed loop computes them in a loop body that XLA fuses
-    differently from `hmc.step`'s (a last-bit difference that could, rarely, flip an accept
+    positions, bit for bit, over 300 transitions; W = L + 1 always accepts. The log density
+    and ΔH agree to rounding (1e-12), not bit for bit: the windowed loop computes them in a
+    loop body that XLA fuses differently from `hmc.step`'s (a last-bit difference that could, rarely, flip an accept
     decision)."""
     def logp(x):
         return -0.5 * jnp.sum(x**2 / jnp.array([1.0, 4.0]))

@@ -4,8 +4,8 @@ Three models with constrained parameters (a positive scale, a Dirichlet simplex,
 probability) are checked on every constrained parameter's mean, over 3 seeds, within
 4 Monte-Carlo standard errors (`az.mcse`) of the exact posterior mean: in closed form where
 the model is conjugate (Beta-Binomial, Dirichlet-Multinomial), else by one-dimensional
-quadrature (the scale model, whose mean is conjugate given the scale). The same bound rejects the log
-density without the Jacobian of the unconstrained scale. Then the InferenceData groups
+quadrature (the scale model, whose mean is conjugate given the scale). The same bound
+rejects the log density without the Jacobian of the unconstrained scale. Then the InferenceData groups
 (`posterior` with deterministic sites, `unconstrained_posterior`, `observed_data`,
 `log_likelihood`, `az.loo`) and `bomcmc sample --model FILE.py:NAME` with `resume`.
 """
