@@ -1,7 +1,7 @@
 """The network estimators' ceiling on η after divergences (`divergence_margin`, on by
 default; tuning/ceiling_bandit.py): on a small network where Wang's bandit diverges in a
 large share of the kept draws (seed 0), the ceiling leaves few, and over eight seeds fewer
-on average (`-m slow`); the parameter reaches the tuner from the estimator and from
+on average (both `-m slow`: one seed's outcome depends on the CPU); the parameter reaches the tuner from the estimator and from
 `bomcmc bnn fit`, and a bad value is a one-line error."""
 
 from __future__ import annotations
@@ -28,11 +28,16 @@ def _divergent_fraction(seed: int, **kw) -> float:
     return float(np.mean(est.idata_.sample_stats["diverging"].values))
 
 
+@pytest.mark.slow  # one seed's divergences depend on the CPU's rounding (below)
 def test_the_ceiling_leaves_few_of_the_divergences_wangs_bandit_keeps(compilation_cache):
     """Wang's box on a 4-unit network, float64, seed 0: Wang's bandit (`divergence_margin=None`)
     diverged in 29 % of the kept draws, the default ceiling in 2.0 % (2026-12-02, a Zen 3
     machine, the acquisition rounded as tuning/acquisition.py does). Wang's bandit, the variant
-    without the rule, fails the first assertion. Seed 0 is not typical: see the next test."""
+    without the rule, fails the first assertion. The same code with XLA's code and NumPy's BLAS
+    of an older CPU (`XLA_FLAGS=--xla_cpu_max_isa=AVX OPENBLAS_CORETYPE=Sandybridge`): Wang's
+    bandit 9.7 %, and this test failed; so it runs with `-m slow`, and the ceiling's rule is
+    tested in the default run by tests/test_tuning_ceiling_bandit.py. Seed 0 is not typical:
+    see the next test."""
     wang = _divergent_fraction(0, divergence_margin=None)
     ceiling = _divergent_fraction(0)  # the default, 0.8
     assert wang > 0.10, wang  # the setting diverges without the rule

@@ -306,11 +306,14 @@ def test_plots_of_the_reward_surface_and_slice(tmp_path, monkeypatch):
     assert len(closed) == 2 and not any(unlabelled_axes(f) for f in closed)  # issue 31
     tuner, _ = tuning_from_idata(res.idata)
     plots.plot_reward_slice(tuner.surface(), tmp_path / "t.png")  # a tuner's surface too
-    # the plots draw what the run recorded: the surface of the tuner's final GP
+    # the plots draw what the run recorded: the surface of the tuner's final GP (to rounding:
+    # the restored GP's solves go through the BLAS again, 3.9e-9 apart with OpenBLAS's
+    # Sandybridge kernels and XLA's code for a CPU without FMA)
     from bomcmc.diagnostics.reward_plots import read_surface
 
     recorded = read_surface(res)
-    np.testing.assert_allclose(recorded["mean"], tuner.surface()["mean"], rtol=1e-12)
+    np.testing.assert_allclose(recorded["mean"], tuner.surface()["mean"], rtol=1e-7,
+                               atol=1e-10)
     assert recorded["names"] == ("log_step_size", "num_steps")
     r = plots.plot_reward_slice(res, tmp_path / "e.png", step_size=0.05)  # fixed ε, L varies
     assert r.read_bytes()[:8] == PNG_MAGIC
