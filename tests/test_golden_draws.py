@@ -27,8 +27,10 @@ Another CPU rounds differently. Emulated here with a narrower instruction set fo
 (`python benchmarks/golden_draws.py check FILE --short --rtol 1e-300` prints each case's largest
 difference), the untuned samplers' draws moved by at most 1.9e-9 (nuts) and the tuned ones'
 (host-side tuners: the GP's linear algebra, DIRECT, L-BFGS-B and Brent) by at most 1.7e-4
-(ahmc_paper), 5.0e-7 (ahmc) and 2.7e-11 (two_phase). This test allows 1e-8 and, for the tuned
-samplers, 1e-3. A refactor that changes a draw changes it by far more (0.74 above;
+(ahmc_paper), 5.0e-7 (ahmc) and 2.7e-11 (two_phase). This test allows 1e-8 (five times
+nuts's 1.9e-9) and, for the tuned samplers, 6 to 40 times what each moved (TUNED_RTOL).
+These are looser than the 1e-10 and 1e-7 before, which AVX2 machines met and the emulated
+CPUs did not. A refactor that changes a draw changes it by far more (0.74 above;
 test_a_changed_draw_is_caught).
 """
 
@@ -42,6 +44,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.usefixtures("compilation_cache")  # fixture in conftest.py
 
+# each tuned case's tolerance: its largest move under the emulated CPUs (docstring) times 6-40
+TUNED_RTOL = {"ahmc_paper": 1e-3, "ahmc": 1e-5, "two_phase": 1e-9}
+
 
 def _golden_module():
     spec = importlib.util.spec_from_file_location("golden_draws",
@@ -53,7 +58,7 @@ def _golden_module():
 
 def test_short_runs_reproduce_the_golden_draws():
     golden = dict(np.load(ROOT / "tests" / "data" / "golden_draws_short.npz"))
-    problems = _golden_module().compare(golden, short=True, rtol=1e-8, tuned_rtol=1e-3)
+    problems = _golden_module().compare(golden, short=True, rtol=1e-8, tuned_rtol=TUNED_RTOL)
     assert not problems, "\n".join(problems)
 
 
