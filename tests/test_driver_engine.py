@@ -22,7 +22,8 @@ print(json.dumps({"devices": len(jax.devices()), "used": r.totals["devices"],
 
 def run(n_devices):
     env = dict(os.environ)
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n_devices}"
+    env["XLA_FLAGS"] = (f"{env.get('XLA_FLAGS', '')} "
+                        f"--xla_force_host_platform_device_count={n_devices}").strip()
     env["JAX_PLATFORMS"] = "cpu"
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
                          text=True, timeout=300)
