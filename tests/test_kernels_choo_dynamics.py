@@ -84,8 +84,12 @@ def _start(blocks, seed):
     return x, jax.random.normal(key_p, x.shape, jnp.float64)
 
 
-@pytest.mark.parametrize("variant", [DynamicalA, DynamicalB])
-@pytest.mark.parametrize("make", [_linear, _small_net])
+# each dynamics on one model in the default run (A on the linear model, B on the network),
+# the other two pairs with `-m slow`
+@pytest.mark.parametrize("variant, make", [
+    (DynamicalA, _linear), (DynamicalB, _small_net),
+    pytest.param(DynamicalB, _linear, marks=pytest.mark.slow),
+    pytest.param(DynamicalA, _small_net, marks=pytest.mark.slow)])
 def test_alternating_leapfrog_is_reversible_and_volume_preserving(variant, make):
     """n steps weights-first, a momentum flip, n steps hyperparameters-first: back to the
     start (Choo 2000 §4.1.2: why the order is drawn per trajectory); and the Jacobian of

@@ -49,7 +49,9 @@ def test_the_default_sampler_is_self_tuning():
     assert registry.DEFAULT == "ahmc" and registry.get(registry.DEFAULT).tunes_itself
 
 
-@pytest.mark.parametrize("name", GAUSSIAN)
+# the two regressions repeat the correlated case at other sizes: `-m slow`
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n.startswith(
+    "regression") else n for n in GAUSSIAN])
 def test_default_sampler_on_hard_gaussians(name):
     for seed in (0, 1, 2):
         check(name, registry.DEFAULT, seed)

@@ -36,6 +36,10 @@ from bomcmc.posterior import flatten
 NAMES = list(pdb.NAMES)
 CENTERED = "eight_schools-eight_schools_centered"
 WITH_REF = [n for n in NAMES if pdb.has_reference(n) and n != CENTERED]
+# The default run's reference posteriors: a hierarchical model and a time series. The others
+# repeat the same check on further posteriors and run with `-m slow`, where every posterior
+# also runs at 4000 draws and five seeds (test_reference_posterior_long).
+DEFAULT_REF = ("eight_schools-eight_schools_noncentered", "arK-arK")
 
 
 # =======================================================================================
@@ -350,7 +354,8 @@ def _check(name, sampler, seeds, chains, warmup, draws):
     return results
 
 
-@pytest.mark.parametrize("name", WITH_REF)
+@pytest.mark.parametrize("name", [n if n in DEFAULT_REF else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in WITH_REF])
 def test_reference_posterior(name, sampler):
     """CI version: 4 chains, the default warm-up + 1000 draws, seeds 0, 1, 2."""
     # each sampler's default warm-up: NUTS's is Stan's 1000, AHMC's stops when it has learned
