@@ -17,11 +17,11 @@ if os.environ.get("BOMCMC_CACHE_DIR") is None:
     os.environ.setdefault("BOMCMC_CACHE_MAX_BYTES", "-1")
 
 # XLA's older CPU code emitters for the test session (both workers and every subprocess
-# inherit the variable). They compile the suite's programs in about 60 % of the time of the
-# default fusion emitters (NUTS on `logistic-pima`: 4.4 s against 6.4 s) and compute the same
-# numbers: the golden draws agree with the default pipeline's to the last bit but for two
-# sampler statistics, 2.5e-14 apart (docs/benchmarks.md, "The test suite's time"). Users'
-# runs keep XLA's default, under which NUTS samples 1.3-1.6 times faster; so does the golden
+# inherit the variable). The suite's compilations took 62 % of their time under the default
+# fusion emitters, and they compute the same numbers: every golden draw and statistic came
+# out as under the default, but for two statistics of one case at 1e-13 (docs/benchmarks.md,
+# "The test suite's time"). Users' runs keep XLA's default, under which NUTS samples
+# 1.2-1.8 times faster; so does the golden
 # draws test, which runs in a process of its own (tests/test_golden_draws.py).
 # BOMCMC_TEST_XLA_DEFAULT=1 runs the whole suite under XLA's default.
 FAST_COMPILE_FLAG = "--xla_cpu_use_fusion_emitters=false"
