@@ -20,8 +20,9 @@ TINY = dict(hidden=(3,), sampler="neal_gibbs", steps=10, step_size=0.1, super_tr
             budget=200, pretrain_steps=0, progress=False)  # pre-training: tested below
 # scikit-learn's checks fit networks of fixed priors: no precision to Gibbs-draw, so each
 # fit of a new shape compiles no Gibbs programs (one fit: 7.0 s against 13.6 s on a 2-core
-# machine under load). The checks test the estimators' contract; hierarchical fits through the
-# estimators are tested in test_bnn_regressor.py and test_bnn_classifier.py.
+# machine under load, a script not kept, one run). The checks test the estimators' contract;
+# hierarchical fits through the estimators are tested in test_bnn_regressor.py and
+# test_bnn_classifier.py.
 FIXED_PRIOR = "ih 1 bh 1 ho 1 bo 1"
 
 

@@ -24,6 +24,7 @@ from functools import partial
 import arviz as az
 import numpy as np
 import pytest
+from tiers import by_default
 
 import bomcmc
 from bomcmc import registry, schemas
@@ -368,8 +369,8 @@ def test_applying_the_estimators_advice_removes_the_warning(compilation_cache):
     assert not [m for m in after if "divergent" in m], after
 
 
-@pytest.mark.parametrize("seed, margin", [(0, None), (0, 0.8), *(
-    pytest.param(s, m, marks=pytest.mark.slow) for s, m in [(1, None), (2, None), (2, 0.8)])])
+@pytest.mark.parametrize("seed, margin", by_default(
+    [(0, None), (0, 0.8), (1, None), (2, None), (2, 0.8)], keep=2))
 def test_following_a_network_fits_divergence_advice_removes_them(seed, margin,
                                                                   compilation_cache):
     """AHMC-CV's bandit as Wang wrote it (his step-size box, the estimators' default before
@@ -403,7 +404,7 @@ def test_following_a_network_fits_divergence_advice_removes_them(seed, margin,
     assert not again or not diverged(**keywords(spans(again[0])[0])), again
 
 
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed", by_default([0, 1], keep=1))
 def test_a_run_until_precise_stopped_by_its_cap_is_told_a_cap_that_suffices(
         seed, compilation_cache):
     """NUTS until ESS 400 with a cap of 100 draws stops at the cap (min ESS 72-136 in seeds

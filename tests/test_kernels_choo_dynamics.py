@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from stats import bonferroni_sigma, moment_z_scores
+from tiers import by_default
 from test_bnn_network import _data, _exact_linear_posterior
 
 import bomcmc
@@ -86,10 +87,9 @@ def _start(blocks, seed):
 
 # each dynamics on one model in the default run (A on the linear model, B on the network),
 # the other two pairs with `-m slow`
-@pytest.mark.parametrize("variant, make", [
-    (DynamicalA, _linear), (DynamicalB, _small_net),
-    pytest.param(DynamicalB, _linear, marks=pytest.mark.slow),
-    pytest.param(DynamicalA, _small_net, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("variant, make", by_default([
+    (DynamicalA, _linear), (DynamicalB, _small_net), (DynamicalB, _linear),
+    (DynamicalA, _small_net)], keep=2))
 def test_alternating_leapfrog_is_reversible_and_volume_preserving(variant, make):
     """n steps weights-first, a momentum flip, n steps hyperparameters-first: back to the
     start (Choo 2000 §4.1.2: why the order is drawn per trajectory); and the Jacobian of

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiers import by_default
 from scipy import stats
 
 import bomcmc
@@ -215,7 +216,7 @@ CASES = {"im k=2 γ=0.5": (lambda m: im.im_kernel(m, proposal=DENSE), dict(k=2, 
                             dict(k=[1, 4, 8], gamma=[0.0, 0.3, 0.6]))}
 
 
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed", by_default([0, 1], keep=1))
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_energy_levels_match_the_enumerated_distribution(case, seed):
     """X² below its 0.1 % point (five samplers × two seeds: family-wise 1 %; the second

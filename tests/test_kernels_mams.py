@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from stats import assert_moments, moment_z_scores
+from tiers import by_default
 
 import bomcmc
 from bomcmc import models
@@ -100,7 +101,7 @@ def test_dense_metric_is_refused():
                       warmup=10, mass="dense", progress=False)
 
 
-@pytest.mark.parametrize("seed", (0, *(pytest.param(s, marks=pytest.mark.slow) for s in (1, 2))))
+@pytest.mark.parametrize("seed", by_default([0, 1, 2], keep=1))
 def test_amams_defaults_sample_the_gaussian(seed):
     """The bandit tunes ε and L and learns the diagonal metric from a start at the identity:
     seeds 0-9 gave max |z| 2.67, 2.73, 2.53, 3.08, 2.97, 2.79, 2.01, 2.29, 2.68, 3.33 (means),

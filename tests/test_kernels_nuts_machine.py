@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from stats import assert_moments
+from tiers import by_default
 
 import bomcmc
 from bomcmc import models
@@ -14,8 +15,6 @@ from bomcmc.posterior import flatten
 from bomcmc.kernels import nuts, nuts_machine
 
 SEEDS = (0, 1, 2)
-# the first seed in the default run, the others with `-m slow`
-FIRST_SEED_BY_DEFAULT = [SEEDS[0], *(pytest.param(s, marks=pytest.mark.slow) for s in SEEDS[1:])]
 
 
 def _via_machine(logdensity):
@@ -131,7 +130,7 @@ def test_async_warmup_matches_lockstep_warmup_to_rounding():
                                np.asarray(outs["lockstep"][5].step_size[:, :20]), rtol=1e-10)
 
 
-@pytest.mark.parametrize("seed", FIRST_SEED_BY_DEFAULT)
+@pytest.mark.parametrize("seed", by_default(SEEDS, keep=1))
 def test_async_illconditioned_100d_after_window_warmup(seed):
     """gauss-100-illcond with Stan's warm-up: every mean and variance within the Bonferroni
     bound of Monte-Carlo standard errors."""

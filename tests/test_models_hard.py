@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pytest
 from reference import assert_matches, compare
+from tiers import by_default
 
 import bomcmc
 from bomcmc import models, registry
@@ -50,8 +51,7 @@ def test_the_default_sampler_is_self_tuning():
 
 
 # the two regressions repeat the correlated case at other sizes: `-m slow`
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n.startswith(
-    "regression") else n for n in GAUSSIAN])
+@pytest.mark.parametrize("name", by_default(GAUSSIAN, keep=("gauss-100-corr", "ridge-2d")))
 def test_default_sampler_on_hard_gaussians(name):
     for seed in (0, 1, 2):
         check(name, registry.DEFAULT, seed)

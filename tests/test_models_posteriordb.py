@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from reference import assert_matches, compare, table, worst
+from tiers import by_default
 
 import bomcmc
 from bomcmc import models
@@ -354,8 +355,7 @@ def _check(name, sampler, seeds, chains, warmup, draws):
     return results
 
 
-@pytest.mark.parametrize("name", [n if n in DEFAULT_REF else
-                                  pytest.param(n, marks=pytest.mark.slow) for n in WITH_REF])
+@pytest.mark.parametrize("name", by_default(WITH_REF, keep=DEFAULT_REF))
 def test_reference_posterior(name, sampler):
     """CI version: 4 chains, the default warm-up + 1000 draws, seeds 0, 1, 2."""
     # each sampler's default warm-up: NUTS's is Stan's 1000, AHMC's stops when it has learned
