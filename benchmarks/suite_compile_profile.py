@@ -23,11 +23,16 @@ import pytest
 OUT = Path(os.environ.get("SUITE_PROFILE_DIR", "/tmp/suite-profile"))
 _current = {"id": None}
 _sums: dict = collections.defaultdict(collections.Counter)
+_programs: dict = collections.defaultdict(collections.Counter)  # backend compile by fun_name
 
 
-def _duration(event, duration, **_):
+def _duration(event, duration, fun_name=None, **_):
     if _current["id"] is not None:
-        _sums[_current["id"]][event.rsplit("/", 1)[1]] += duration
+        name = event.rsplit("/", 1)[1]
+        _sums[_current["id"]][name] += duration
+        if name == "backend_compile_duration" and fun_name is not None:
+            _programs[fun_name]["seconds"] += duration
+            _programs[fun_name]["count"] += 1
 
 
 def _event(event, **_):
@@ -55,6 +60,8 @@ def pytest_unconfigure(config):
     OUT.mkdir(parents=True, exist_ok=True)
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     (OUT / f"{worker}.json").write_text(json.dumps({k: dict(v) for k, v in _sums.items()}))
+    (OUT / f"{worker}.programs").write_text(
+        json.dumps({k: dict(v) for k, v in _programs.items()}))
 
 
 def summary(directory: Path) -> dict:
@@ -66,7 +73,14 @@ def summary(directory: Path) -> dict:
         total.update(v)
     keys = ("wall", "backend_compile_duration", "jaxpr_trace_duration",
             "jaxpr_to_mlir_module_duration", "n_cache_misses", "n_cache_hits")
-    return {"tests": len(tests), **{k: round(total[k], 1) for k in keys}}
+    programs = collections.defaultdict(collections.Counter)
+    for f in sorted(directory.glob("*.programs")):
+        for name, v in json.loads(f.read_text()).items():
+            programs[name].update(v)
+    top = sorted(programs.items(), key=lambda kv: -kv[1]["seconds"])[:25]
+    return {"tests": len(tests), **{k: round(total[k], 1) for k in keys},
+            "backend_compile_by_program": {k: [round(v["seconds"], 1), v["count"]]
+                                           for k, v in top}}
 
 
 if __name__ == "__main__":

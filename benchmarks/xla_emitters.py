@@ -1,12 +1,15 @@
 """XLA's CPU emitters: compile time, sampling time and draws, default against older.
 
     python benchmarks/xla_emitters.py [--runs logistic-german:nuts,...] [--repeats 2]
+        [--variant NAME=XLA_FLAGS ...]
 
 Each run is a fresh process without the compilation cache (`BOMCMC_NO_CACHE=1`), float64,
-4 chains × (1000 + 2000), seed 1, once under XLA's default and once with
-`--xla_cpu_use_fusion_emitters=false` (the test session's flag, tests/conftest.py),
-alternating. Prints per run: compile seconds, warm-up and sampling seconds, microseconds
-of sampling per gradient, and a digest of the draws (equal digests: the same draws).
+4 chains × (1000 + 2000), seed 1, once under each variant in turn: by default XLA's own
+flags and `--xla_cpu_use_fusion_emitters=false` (the test session's flag,
+tests/conftest.py); `--variant` names others (e.g. `--variant
+o1="--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=1"`). Prints per
+run: compile seconds, warm-up and sampling seconds, microseconds of sampling per gradient,
+and a digest of the draws (equal digests: the same draws).
 """
 
 from __future__ import annotations
@@ -36,10 +39,8 @@ print(json.dumps({"compile_s": t["compile_s"], "warmup_s": t["wall_s_warmup"],
 """
 
 
-def run(spec: str, older: bool) -> dict:
-    env = {**os.environ, "BOMCMC_NO_CACHE": "1"}
-    flags = env.get("XLA_FLAGS", "").replace(FLAG, "")
-    env["XLA_FLAGS"] = f"{flags} {FLAG}".strip() if older else flags.strip()
+def run(spec: str, flags: str) -> dict:
+    env = {**os.environ, "BOMCMC_NO_CACHE": "1", "XLA_FLAGS": flags}
     out = subprocess.run([sys.executable, "-c", ONE, spec], env=env, capture_output=True,
                          text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -49,12 +50,15 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", default=RUNS, help="posterior:sampler, comma-separated")
     p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--variant", action="append", default=None, help="NAME=XLA_FLAGS")
     a = p.parse_args(argv)
+    variants = dict(v.split("=", 1) for v in a.variant) if a.variant else {
+        "default": "", "older": FLAG}
     for _ in range(a.repeats):
         for spec in a.runs.split(","):
-            for older in (False, True):
-                r = run(spec, older)
-                print(f"{spec:28s} {'older' if older else 'default':8s} "
+            for name, flags in variants.items():
+                r = run(spec, flags)
+                print(f"{spec:28s} {name:8s} "
                       f"compile {r['compile_s']:5.2f} s  warm-up {r['warmup_s']:5.2f} s  "
                       f"sampling {r['sampling_s']:5.2f} s  {r['us_per_grad']:6.1f} µs/grad  "
                       f"draws {r['digest']}", flush=True)

@@ -124,14 +124,20 @@ def test_every_stated_default_of_sample_is_what_a_run_records(monkeypatch):
     assert stated["init_strategy"].startswith("uniform")
     assert recorded["init_strategy"] == "uniform"
     # without --chunk-size: chunks of about a second, within a buffer of max(draws, warmup)
-    # draws (up to 2000), which config.json records
+    # draws (up to 2000) rounded up to 1, 2 or 5 times a power of ten, which config.json
+    # records
     assert "max(draws, warmup) draws, up to 2000" in stated["chunk_size"]
+    assert "rounded up to 1, 2 or 5 times a power of ten" in stated["chunk_size"]
     assert recorded["chunk_seconds"] == 1.0
-    assert recorded["chunk_size"] == min(max(recorded["draws"], recorded["warmup"]), 2000)
-    args = parser.parse_args(["--posterior", "gauss-2d-corr", "--out", "d", "--draws", "300"])
-    with pytest.raises(Recorded):
-        cli.commands.cmd_sample(args)
-    assert recorded["chunk_size"] == 1000  # max(300, 1000): the case the issue reported
+    assert recorded["chunk_size"] == 1000  # max(1000, 1000)
+    # max(300, 1000) is the case the issue reported
+    for draws, warmup, buffer in (("300", "auto", 1000), ("300", "150", 500),
+                                  ("1200", "150", 2000), ("2500", "150", 2000)):
+        args = parser.parse_args(["--posterior", "gauss-2d-corr", "--out", "d", "--draws", draws,
+                                  "--warmup", warmup])
+        with pytest.raises(Recorded):
+            cli.commands.cmd_sample(args)
+        assert recorded["chunk_size"] == buffer, (draws, warmup)
 
 
 def test_bnn_fit_states_the_estimators_defaults():

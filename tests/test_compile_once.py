@@ -227,9 +227,10 @@ def _gaussian(x):
 
 @pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")
 def test_a_second_run_of_the_same_posterior_reuses_its_program():
-    """Another seed, other draws, other knob values: the same program, reused in the process
-    without tracing it again; its draws are those of a run that compiles it anew. A run that
-    changes the program (another warm-up length) compiles its own."""
+    """Another seed, other draws, another warm-up length, other knob values: the same
+    program, reused in the process without tracing it again; its draws are those of a run
+    that compiles it anew. A run that changes the program (another buffer) compiles its
+    own."""
     from bomcmc.driver import engine
 
     post = bomcmc.Posterior(_gaussian, jnp.zeros(2), name="gauss")
@@ -251,12 +252,47 @@ def test_a_second_run_of_the_same_posterior_reuses_its_program():
         anew = bomcmc.sample(seed=1, **{**run, "draws": 40}, step_size=0.4)
         assert traced == [1]
         bomcmc.sample(seed=1, **{**run, "warmup": 21}, step_size=0.4)
+        assert traced == [1]
+        bomcmc.sample(seed=1, **{**run, "chunk_size": 51}, step_size=0.4)
         assert traced == [1, 1]
     finally:
         engine.build_chunk_fn = build
     for var in ("x",):
         np.testing.assert_array_equal(again.idata.posterior[var].values,
                                       anew.idata.posterior[var].values)
+
+
+@pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")
+def test_runs_of_other_lengths_with_stans_warm_up_share_one_program():
+    """NUTS with Stan's windowed warm-up: the warm-up's length is an argument of the chunk,
+    not a constant in it, and the default buffer is rounded up (120 and 150 warm-up
+    transitions both fill a buffer of 200), so the second run traces nothing; its adaptation
+    still ends where its own warm-up does (the step sizes differ)."""
+    from bomcmc.driver import engine
+
+    post = bomcmc.Posterior(_gaussian, jnp.zeros(2), name="gauss")
+    run = dict(posterior=post, sampler="nuts", chains=2, draws=60, progress=False, seed=3)
+    first = bomcmc.sample(warmup=120, **run)
+    traced = []
+    build = engine.build_chunk_fn
+
+    def counting(*args, **kw):
+        traced.append(1)
+        return build(*args, **kw)
+
+    engine.build_chunk_fn = counting
+    try:
+        second = bomcmc.sample(warmup=150, **run)
+        assert traced == []
+        engine.PROGRAMS.clear()
+        anew = bomcmc.sample(warmup=150, **run)
+        assert traced == [1]
+    finally:
+        engine.build_chunk_fn = build
+    np.testing.assert_array_equal(second.idata.posterior["x"].values,
+                                  anew.idata.posterior["x"].values)
+    steps = [r.idata.sample_stats["step_size"].values[:, 0] for r in (first, second)]
+    assert not np.array_equal(*steps)
 
 
 def test_a_second_ahmc_run_reuses_its_start_and_its_tuners_compiled_functions():

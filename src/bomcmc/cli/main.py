@@ -43,8 +43,9 @@ INIT_STRATEGIES = ("uniform", "init")  # bomcmc.posterior.INIT_STRATEGIES (test_
 # What the driver does without --chunk-size (driver/api.py: chunk_seconds=1.0 and a buffer of
 # host_loop.default_buffer rows; tests/test_cli_help.py runs it and reads config.json)
 CHUNK_DEFAULT = ("a bandit's BO step per chunk, else chunks of about 1 s, each at most "
-                 "max(draws, warmup) draws, up to 2000, fewer for a large model: the bound "
-                 "config.json records as chunk_size")
+                 "max(draws, warmup) draws, up to 2000, fewer for a large model, in a compiled "
+                 "buffer of that many draws rounded up to 1, 2 or 5 times a power of ten, "
+                 "which config.json records as chunk_size")
 WARMUP_DEFAULT = "auto"  # bomcmc.sample's (tests/test_cli.py holds them equal)
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1

@@ -41,17 +41,17 @@ PROBES, PROBE_SALT = 4, 0x5EA
 
 
 def build_chunk_fn(
-    flat: FlatPosterior, kernel: Kernel, chunk_size: int, warmup: int,
-    adapter: Adapter | None = None,
+    flat: FlatPosterior, kernel: Kernel, chunk_size: int, adapter: Adapter | None = None,
 ) -> Callable:
-    """Return `chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin)`, vmapped
-    over chains, returning `(states, knobs, adapt_states, positions, lp, info)`.
+    """Return `chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin, warmup)`,
+    vmapped over chains, returning `(states, knobs, adapt_states, positions, lp, info)`.
 
     Runs `n_draws` draws (each the last of `thin` transitions) for each chain into buffers of
     `chunk_size` draws (rows past n_draws are zeros). The info of a thinned draw is that of
     its last transition, except `n_grad` (summed) and `diverging` (any). During the first
     `warmup` transitions the adapter (if any) updates its state and the knobs after every
-    transition, inside the compiled loop; its last update hands over the final knobs.
+    transition, inside the compiled loop; its last update hands over the final knobs. The
+    counts are arguments, not constants: runs of other lengths reuse the program.
 
     A transition writes its position and one packed row (`rows.RowLayout`: the log density and
     the scalar info fields), unpacked after the loop. (Splitting the loop at the warm-up end,
@@ -66,7 +66,7 @@ def build_chunk_fn(
     chunk costs about max_c Σ_t n_{t,c} gradients instead of Σ_t max_c n_{t,c}, plus each
     tick's bookkeeping (docs/benchmarks.md, "NUTS without lockstep")."""
     build = build_lockstep if kernel.machine is None else build_ticks
-    return build(flat.logdensity_fn, kernel, chunk_size, warmup, adapter)
+    return build(flat.logdensity_fn, kernel, chunk_size, adapter)
 
 
 def make_knobs(kernel: Kernel, dim: int, knobs: dict):
@@ -276,12 +276,12 @@ class Run:
         args = (self.data_args, self._put(self.chain_keys), self._put(states),
                 self._put(self.local_knobs(self.knobs)),
                 self._put(adapt_state),
-                jnp.asarray(0, i32), jnp.asarray(1, i32), jnp.asarray(1, i32))
+                jnp.asarray(0, i32), jnp.asarray(1, i32), jnp.asarray(1, i32),
+                jnp.asarray(0, i32))
         key = self._program_key(args)
         self._chunk = PROGRAMS.get(key)
         if self._chunk is None:
-            fn = build_chunk_fn(self.flat, self.kernel, self.spec.chunk_size,
-                                self.spec.warmup, self.adapter)
+            fn = build_chunk_fn(self.flat, self.kernel, self.spec.chunk_size, self.adapter)
             if self.block < self.local.stop - self.local.start:
                 fn = in_blocks(fn, self.block)
             fn = data_args.with_data(fn, self.data)
@@ -297,9 +297,8 @@ class Run:
 
     def _program_key(self, args) -> tuple | None:
         """What the chunk's program is a function of: the posterior's log density and data
-        (by identity), the kernel (by identity), the buffer, the warm-up's length, the
-        adapter and its options, the chain blocks, and every argument's structure, shape,
-        dtype and sharding. None (never reused) for a run whose data are sharded."""
+        (by identity), the kernel (by identity), the buffer, the adapter and its options,
+        the chain blocks, and every argument's structure, shape, dtype and sharding. None (never reused) for a run whose data are sharded."""
         if self.mesh is not None:
             return None
         cfg = self.spec.config
@@ -308,7 +307,7 @@ class Run:
         init_leaves, init_tree = jax.tree_util.tree_flatten(self.flat.source.init_position)
         return (tuple(map(id, self._program_parts())), init_tree,
                 tuple((np.shape(a), str(a.dtype)) for a in init_leaves),
-                self.spec.chunk_size, self.spec.warmup, cfg.adapt,
+                self.spec.chunk_size, cfg.adapt,
                 json.dumps(cfg.adapter_options, sort_keys=True, default=repr),
                 self.block, self.local.stop - self.local.start, repr(self.sharding), tree,
                 avals)
@@ -320,7 +319,8 @@ class Run:
         out = self._chunk(self.data_args, self._put(self.chain_keys), self._put(states),
                           self._put(self.local_knobs(knobs)),
                           self._put(adapt_state), np.asarray(start_iter, i32),
-                          np.asarray(n_draws, i32), np.asarray(thin, i32))
+                          np.asarray(n_draws, i32), np.asarray(thin, i32),
+                          np.asarray(self.spec.warmup, i32))
         return jax.block_until_ready(out)
 
 
@@ -370,9 +370,9 @@ def in_blocks(chunk: Callable, block: int) -> Callable:
     batches its matrix products) depends on how many chains are vmapped together, so a run
     split over processes and its resume over another number of them compute every chain
     alike (`lax.map`)."""
-    def blocked(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
+    def blocked(keys, states, knobs, adapt_states, *counts):
         def one(args):
-            return chunk(*args, start_iter, n_draws, thin)
+            return chunk(*args, *counts)
 
         return _unblocks(jax.lax.map(one, _blocks((keys, states, knobs, adapt_states),
                                                   block)))

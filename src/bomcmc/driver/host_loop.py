@@ -138,14 +138,28 @@ SUPER_TRANSITION_NUMBERS = 1 << 28  # a whole super-transition's buffer: 1 GiB o
 def default_buffer(chains: int, dim: int, draws: int, warmup: int,
                    unit: int | None = None) -> int:
     """Rows of the compiled chunk buffer when the user sets no chunk_size: enough for the
-    whole run up to 2000 draws, capped so the position buffer stays under 2**24 numbers; and
-    room for a tuner's whole super-transition of `unit` draws (`super_transition_draws`), up
-    to 2**28 numbers, since one cut short is not what the tuner's reward should score."""
+    whole run up to 2000 draws, rounded up to 1, 2 or 5 times a power of ten (`_rounded_up`),
+    capped so the position buffer stays under 2**24 numbers; and room for a tuner's whole
+    super-transition of `unit` draws (`super_transition_draws`), up to 2**28 numbers, since
+    one cut short is not what the tuner's reward should score.
+
+    The rounding lets runs of other lengths (300 draws, then 400) reuse one compiled program;
+    it changes no chunk, since a chunk never outlasts its phase (`_plan`)."""
     rows = max(draws, warmup, 1)
-    size = min(rows, 2000, (1 << 24) // max(1, chains * dim))
+    size = min(_rounded_up(rows), 2000, (1 << 24) // max(1, chains * dim))
     if unit:
         size = max(size, min(unit, rows, SUPER_TRANSITION_NUMBERS // max(1, chains * dim)))
     return int(max(1, size))
+
+
+def _rounded_up(n: int) -> int:
+    """The least of 1, 2, 5, 10, 20, 50, ... that is at least n (n ≥ 1)."""
+    power = 1
+    while True:
+        for m in (1, 2, 5):
+            if m * power >= n:
+                return m * power
+        power *= 10
 
 
 def super_transition_draws(sampler, config) -> int | None:

@@ -16,15 +16,15 @@ from ..kernels.base import Kernel
 from .rows import Buffers, thinned
 
 
-def build_lockstep(logdensity: Callable, kernel: Kernel, chunk_size: int, warmup: int,
+def build_lockstep(logdensity: Callable, kernel: Kernel, chunk_size: int,
                    adapter: Adapter | None = None) -> Callable:
-    """`chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin)` (see
+    """`chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin, warmup)` (see
     `engine.build_chunk_fn`), vmapped over chains (one chain unbatched).
 
     A transition writes its position and one packed row (`RowLayout`: the log density and
     the scalar info fields), unpacked after the loop."""
 
-    def one_chain(key, state, knobs, adapt_state, start_iter, n_draws, thin):
+    def one_chain(key, state, knobs, adapt_state, start_iter, n_draws, thin, warmup):
         def transition(t, carry):
             st, kn, ad = carry
             st, info = kernel.step(jax.random.fold_in(key, t), st, logdensity, kn)
@@ -56,18 +56,18 @@ def build_lockstep(logdensity: Callable, kernel: Kernel, chunk_size: int, warmup
         chain, bufs, _, _ = jax.lax.fori_loop(0, n_draws * thin, body, init)
         return (*chain, *out.read(bufs))
 
-    batched = jax.vmap(one_chain, in_axes=(0, 0, 0, 0, None, None, None))
+    batched = jax.vmap(one_chain, in_axes=(0, 0, 0, 0, None, None, None, None))
 
-    def chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
+    def chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin, warmup):
         if keys.shape[0] != 1:
-            return batched(keys, states, knobs, adapt_states, start_iter, n_draws, thin)
+            return batched(keys, states, knobs, adapt_states, start_iter, n_draws, thin, warmup)
         # one chain runs unbatched: XLA's CPU program for a batch of one was far slower on
         # the cross-validation networks (docs/bnn.md, "What a fit costs")
         def first(tree):
             return jax.tree_util.tree_map(lambda a: a[0], tree)
 
         out = one_chain(keys[0], first(states), first(knobs), first(adapt_states), start_iter,
-                        n_draws, thin)
+                        n_draws, thin, warmup)
         return jax.tree_util.tree_map(lambda a: a[None], out)
 
     return chunk

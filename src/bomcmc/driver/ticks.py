@@ -20,16 +20,16 @@ from ..kernels.base import Kernel, tree_where
 from .rows import Buffers, thinned
 
 
-def build_ticks(logdensity: Callable, kernel: Kernel, chunk_size: int, warmup: int,
+def build_ticks(logdensity: Callable, kernel: Kernel, chunk_size: int,
                 adapter: Adapter | None = None) -> Callable:
-    """`chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin)` (see
+    """`chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin, warmup)` (see
     `engine.build_chunk_fn`) for a kernel with a `machine`, over the batch of chains.
 
     `chunk_ticks` is one function of about 80 lines because its closures (step, settle,
     begin, adapt, next_transition, body) share the batch's keys and buffers; each is short."""
     machine = kernel.machine
 
-    def chunk_ticks(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
+    def chunk_ticks(keys, states, knobs, adapt_states, start_iter, n_draws, thin, warmup):
         """The chunk tick by tick, over the batch of chains. The loop is written at the batch
         level, not vmapped: a vmapped while_loop would select its whole carry (the output
         buffers too) between old and new on every iteration, for the chains that are done;
@@ -97,17 +97,18 @@ def build_ticks(logdensity: Callable, kernel: Kernel, chunk_size: int, warmup: i
                                                           body, init)
         return (st, kn, ad, *jax.vmap(out.read)(bufs))
 
-    def chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
+    def chunk(keys, states, knobs, adapt_states, start_iter, n_draws, thin, warmup):
         # The loop sits in a branch (n_draws is never 0 from the driver). Measured, not
         # understood: on XLA's CPU backend the same loop outside a `cond` spreads its body
         # over two threads and runs slower (docs/benchmarks.md, "NUTS without lockstep").
-        def nothing(keys, states, knobs, adapt_states, start_iter, n_draws, thin):
+        def nothing(keys, states, knobs, adapt_states, start_iter, n_draws, thin, warmup):
             shapes = jax.eval_shape(chunk_ticks, keys, states, knobs, adapt_states, start_iter,
-                                    n_draws, thin)
+                                    n_draws, thin, warmup)
             z = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[3:])
             return (states, knobs, adapt_states, *z)
         return jax.lax.cond(n_draws > 0, chunk_ticks, nothing,
-                            keys, states, knobs, adapt_states, start_iter, n_draws, thin)
+                            keys, states, knobs, adapt_states, start_iter, n_draws, thin,
+                            warmup)
 
     return chunk
 
