@@ -2,6 +2,7 @@
 constants in them, so a fit on other data of the same shapes loads every executable from
 JAX's persistent cache, which `sample` turns on by default and several processes share."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -225,6 +226,24 @@ def _gaussian(x):
     return -0.5 * jnp.sum((x - 1.0) ** 2 / jnp.array([1.0, 4.0]))
 
 
+@contextlib.contextmanager
+def _counting_chunk_builds():
+    """A list that gets an entry each time a run traces its chunk program anew."""
+    from bomcmc.driver import engine
+
+    traced, build = [], engine.build_chunk_fn
+
+    def counting(*args, **kw):
+        traced.append(1)
+        return build(*args, **kw)
+
+    engine.build_chunk_fn = counting
+    try:
+        yield traced
+    finally:
+        engine.build_chunk_fn = build
+
+
 @pytest.mark.filterwarnings("ignore::bomcmc.SamplingWarning")
 def test_a_second_run_of_the_same_posterior_reuses_its_program():
     """Another seed, other draws, another warm-up length, other knob values: the same
@@ -237,15 +256,7 @@ def test_a_second_run_of_the_same_posterior_reuses_its_program():
     run = dict(posterior=post, sampler="hmc", chains=2, warmup=20, draws=30, chunk_size=50,
                progress=False, adapt="none")
     bomcmc.sample(seed=0, **run, step_size=0.5)
-    traced = []
-    build = engine.build_chunk_fn
-
-    def counting(*args, **kw):
-        traced.append(1)
-        return build(*args, **kw)
-
-    engine.build_chunk_fn = counting
-    try:
+    with _counting_chunk_builds() as traced:
         again = bomcmc.sample(seed=1, **{**run, "draws": 40}, step_size=0.4)
         assert traced == [] and again.totals["compile_s"] < 0.5
         engine.PROGRAMS.clear()
@@ -255,8 +266,6 @@ def test_a_second_run_of_the_same_posterior_reuses_its_program():
         assert traced == [1]
         bomcmc.sample(seed=1, **{**run, "chunk_size": 51}, step_size=0.4)
         assert traced == [1, 1]
-    finally:
-        engine.build_chunk_fn = build
     for var in ("x",):
         np.testing.assert_array_equal(again.idata.posterior[var].values,
                                       anew.idata.posterior[var].values)
@@ -273,22 +282,12 @@ def test_runs_of_other_lengths_with_stans_warm_up_share_one_program():
     post = bomcmc.Posterior(_gaussian, jnp.zeros(2), name="gauss")
     run = dict(posterior=post, sampler="nuts", chains=2, draws=60, progress=False, seed=3)
     first = bomcmc.sample(warmup=120, **run)
-    traced = []
-    build = engine.build_chunk_fn
-
-    def counting(*args, **kw):
-        traced.append(1)
-        return build(*args, **kw)
-
-    engine.build_chunk_fn = counting
-    try:
+    with _counting_chunk_builds() as traced:
         second = bomcmc.sample(warmup=150, **run)
         assert traced == []
         engine.PROGRAMS.clear()
         anew = bomcmc.sample(warmup=150, **run)
         assert traced == [1]
-    finally:
-        engine.build_chunk_fn = build
     np.testing.assert_array_equal(second.idata.posterior["x"].values,
                                   anew.idata.posterior["x"].values)
     steps = [r.idata.sample_stats["step_size"].values[:, 0] for r in (first, second)]
