@@ -298,7 +298,8 @@ class Run:
     def _program_key(self, args) -> tuple | None:
         """What the chunk's program is a function of: the posterior's log density and data
         (by identity), the kernel (by identity), the buffer, the adapter and its options,
-        the chain blocks, and every argument's structure, shape, dtype and sharding. None (never reused) for a run whose data are sharded."""
+        the chain blocks, and every argument's structure, shape, dtype and sharding. None
+        (never reused) for a run whose data are sharded."""
         if self.mesh is not None:
             return None
         cfg = self.spec.config
