@@ -7,7 +7,8 @@ Each run is a fresh process without the compilation cache (`BOMCMC_NO_CACHE=1`),
 4 chains × (1000 + 2000), seed 1, once under each variant in turn: by default XLA's own
 flags and `--xla_cpu_use_fusion_emitters=false` (the test session's flag,
 tests/conftest.py); `--variant` names others (e.g. `--variant
-o1="--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=1"`). Prints per
+o1="--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=1"`); a
+variant's flags replace the environment's XLA_FLAGS. Prints per
 run: compile seconds, warm-up and sampling seconds, microseconds of sampling per gradient,
 and a digest of the draws (equal digests: the same draws).
 """
