@@ -68,8 +68,12 @@ def variance_of_means(means, truth, strata=None, p: float | None = None) -> Rho:
     """ρ and its standard error per quantity from `means` (chains, Q), each chain's mean,
     about `truth` (Q,) (Choo 2000, eqs. 5.5 and 5.7; stratified, eqs. 5.10–5.12)."""
     means, truth = _check(means, truth)
+    return _rho(means, truth, _strata(strata, len(means), p), p)
+
+
+def _rho(means, truth, strata, p) -> Rho:
+    """`variance_of_means` on inputs already checked (the bootstraps' resamples)."""
     sq = (means - truth) ** 2
-    strata = _strata(strata, len(means), p)
     if strata is None:
         return Rho(sq.mean(axis=0), sq.std(axis=0, ddof=1) / np.sqrt(len(sq)))
     parts = [(1 - p, sq[~strata]), (p, sq[strata])]
@@ -115,8 +119,8 @@ def bootstrap_interval(means, truth, statistic: Callable[[Rho], float] | None = 
     values = []
     for _ in range(int(resamples)):
         idx = _resample(rng, len(means), strata)
-        values.append(statistic(variance_of_means(
-            means[idx], truth, None if strata is None else strata[idx], p)))
+        values.append(statistic(_rho(means[idx], truth,
+                                     None if strata is None else strata[idx], p)))
     return _percentile(values, level)
 
 
@@ -137,7 +141,7 @@ def ratio_interval(means_a, means_b, truth, statistic: Callable[[Rho], float] | 
     statistic = statistic or (lambda r: combined(r.rho))
 
     def stat(m, s):
-        return statistic(variance_of_means(m, truth, s, p))
+        return statistic(_rho(m, truth, s, p))
 
     point = stat(means_a, sa) / stat(means_b, sb)
     rng = np.random.default_rng(seed)
