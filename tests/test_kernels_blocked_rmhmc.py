@@ -145,9 +145,13 @@ def test_blocked_rmhmc_matches_nuts_on_a_short_sv_series(sv_reference):
 
 
 def test_the_broken_variant_fails_the_same_test(sv_reference):
+    """A third of the draws above (it missed by 122-125 MCSE at 3000 draws): measured 102
+    MCSE at these 1000, seed 0."""
     post, ref = sv_reference
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = bomcmc.sample(posterior=post, sampler=_broken_kernel(post), chains=2,
-                            warmup=300, draws=3000, seed=0, float64=True, progress=False)
-    assert _discrepancy(res, ref)[0] > 4.0
+                            warmup=300, draws=1000, seed=0, float64=True, progress=False)
+    z = _discrepancy(res, ref)[0]
+    print(f"\nbroken blocked RMHMC: {z:.1f} MCSE")
+    assert z > 4.0

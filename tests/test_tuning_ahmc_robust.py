@@ -39,6 +39,9 @@ def test_a_divergence_zeroes_the_esjd_reward():
     assert rewards.esjd(chunk, divergence_rule=False) == pytest.approx(0.5)
 
 
+# `-m slow`: "auto" going dense is checked by test_the_run_records_the_metric_its_tuner_learned
+# (tests/test_diagnostics_advice.py), the Laplace metric by the tests below
+@pytest.mark.slow
 def test_laplace_metric_starts_dense_on_a_ridge():
     """regression-year: intercept and slope correlate at −0.9999; the metric the tuner starts
     with is the normalised inverse Hessian at the mode, so it is dense with that correlation."""

@@ -15,6 +15,7 @@ import shutil
 import numpy as np
 import pytest
 from reference import assert_matches, compare
+from tiers import by_default
 
 import bomcmc
 from bomcmc.cli import main as cli
@@ -183,7 +184,8 @@ def test_cli_flags_and_summary_plots(tmp_path, monkeypatch, capsys):
         assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
 
 
-@pytest.mark.parametrize("name", ["logistic-german", "gauss-100-illcond"])
+# logistic-german repeats the claim on a further posterior (`-m slow`)
+@pytest.mark.parametrize("name", by_default(["gauss-100-illcond", "logistic-german"], keep=1))
 def test_defaults_give_a_working_run(name):
     """Nothing but the sampler: the relative box from Stan's heuristic, L ∈ {1..100}, the
     diagonal metric, k = 100 BO steps."""
@@ -369,6 +371,7 @@ def test_gauss_2d_corr_moments_while_adapting():
     assert abs(corr - 0.99) < 0.005
 
 
+@pytest.mark.slow  # AHMC against posteriordb's reference: tests/test_models_posteriordb.py
 def test_posteriordb_reference_while_adapting():
     from bomcmc.models import posteriordb as pdb
 
