@@ -244,11 +244,12 @@ def test_one_chain_reads_probe_searches_before_it_keeps_its_mode_search():
     every chain then starts dispersed and its v averages above -10 (measured -2.8 to 2.2;
     200 draws of one slowly mixing chain). Without the probes
     (the broken variant, `engine.PROBES = 1`) the chains of seeds 4 and 7 ended flatter, kept
-    their searches' points down the neck and stayed there: v averaged -29.8 and -25.1."""
+    their searches' points down the neck and stayed there: v averaged -29.8 and -25.1. The
+    test runs those two seeds and seed 0."""
     import warnings
 
     means = []
-    for seed in range(8):
+    for seed in (0, 4, 7):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = bomcmc.sample(posterior="funnel-10", sampler="ahmc", chains=1, warmup=300,
