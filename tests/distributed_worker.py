@@ -85,10 +85,33 @@ def sharded_values(rank: int, root: str) -> None:
     np.savez(f"{root}/sharded-{rank}.npz", **out)
 
 
+def skew_the_tuner() -> None:
+    """Process 1 as a host whose tuner rounds otherwise: every knob it chooses is off in the
+    sixth digit. The runs still give the one-process draws only because every process runs
+    process 0's knobs (`host_loop.execute`)."""
+    import jax
+    import numpy as np
+
+    from bomcmc.driver import host_loop
+
+    tune = host_loop._tune
+
+    def skewed(*args):
+        knobs, seconds = tune(*args)
+        off = jax.tree_util.tree_map(
+            lambda a: np.asarray(a) * (1 + 1e-6) if np.issubdtype(np.asarray(a).dtype,
+                                                                   np.floating) else a, knobs)
+        return off, seconds
+
+    host_loop._tune = skewed
+
+
 def main(rank: int, port: int, root: str) -> None:
     import bomcmc
 
     bomcmc.distributed.initialize(f"127.0.0.1:{port}", 2, rank)
+    if rank == 1:
+        skew_the_tuner()
     for name in RUNS:
         res = bomcmc.sample(sampler=name, out=f"{root}/{name}", **SETTINGS, **KNOBS[name])
         assert (res.idata is None) == (rank != 0)  # process 0 assembles the run

@@ -266,9 +266,10 @@ def _grads_so_far(run: Run, next_iter: int) -> float:
 
 def warmup_end(run: Run) -> int:
     """The warm-up's transitions: spec.warmup, or fewer where the tuner ended its burn-in
-    early (warmup="auto"; its state, restored on resume, says where)."""
+    early (warmup="auto"; its state, restored on resume, says where); process 0's."""
     end = run.tuner.burn_in_end() if run.spec.warmup_auto else None
-    return run.spec.warmup if end is None else min(int(end), run.spec.warmup)
+    end = run.spec.warmup if end is None else min(int(end), run.spec.warmup)
+    return int(distributed.broadcast(np.asarray(end)))  # process 0's, as the knobs
 
 
 def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
@@ -296,6 +297,9 @@ def execute(run: Run, states, adapt_state, next_iter: int, chunk_index: int,
             pace = wall / (plan.n_draws * plan.thin)
             view = _view(run, plan, host)
             next_knobs, tuner_s = _tune(run, plan, view, warmup)
+            # process 0's knobs on every process: each process's tuner read the same chains,
+            # but a host that rounds otherwise (another CPU, BLAS) may choose otherwise
+            next_knobs = distributed.broadcast(next_knobs)
             rec = record(run, plan, knobs, next_knobs, host, wall + tuner_s, tuner_s)
             if run.writes_chunks:
                 run.store.write_chunk(plan.index, rec, part=tuple(run.group))
