@@ -54,10 +54,11 @@ def from_numpyro(model, *args, **kwargs) -> Posterior:
         raise BomcmcError(f"from_numpyro: the model must be a callable, got "
                           f"{type(model).__name__}")
     name = model_name(model)
-    _check_data(model, name, args, kwargs)
-    # NumPyro initialises the model op by op, a small program for each new primitive and
-    # shape: with the persistent cache on first, a new process finds them there
+    # the data check traces the model and NumPyro initialises it, both op by op, a small
+    # program for each new primitive and shape: with the persistent cache on before either,
+    # a new process finds them there
     default_compilation_cache()
+    _check_data(model, name, args, kwargs)
     try:
         info = initialize_model(jax.random.PRNGKey(0), model,
                                 init_strategy=init_to_uniform(radius=INIT_RADIUS),
