@@ -168,6 +168,26 @@ def test_divergences_in_sample_stats():
     assert msgs[0].startswith("1 divergent transitions after warm-up (0.1% of 1600 draws) > 0")
 
 
+def test_a_coordinate_constant_by_construction_is_not_judged():
+    """The Cholesky factor L of a 2 × 2 correlation matrix: L[0,0] = 1 and L[0,1] = 0 in
+    every draw of every chain, so they have no ESS, but nothing is wrong. The same entry stuck
+    at a different value in each chain is judged: ESS 0."""
+    rng = np.random.default_rng(1)
+    r = np.tanh(rng.normal(size=(4, 400)))
+    chol = np.zeros((4, 400, 2, 2))
+    chol[..., 0, 0], chol[..., 1, 0], chol[..., 1, 1] = 1.0, r, np.sqrt(1.0 - r**2)
+    idata = _idata()
+    idata.posterior["L"] = (("chain", "draw", "row", "col"), chol)
+    assert check_run(idata) == []
+    s = summarize(idata)
+    assert s["variables"]["L"]["ess_bulk"][0] == [None, None]  # no ESS, as before
+    assert s["run"]["ess_bulk"]["min"] > 400  # the judged coordinates' figures only
+    chol[..., 0, 0] = np.arange(4.0)[:, None]  # broken: each chain stuck where it started
+    idata.posterior["L"] = (("chain", "draw", "row", "col"), chol)
+    assert "bulk ESS min 0 (L[0,0])" in _one(check_run(idata), "ESS")
+    assert summarize(idata)["run"]["ess_bulk"]["min"] == 0.0
+
+
 def test_one_stuck_chain_is_named():
     idata = _idata()
     idata.posterior["x"][2] = idata.posterior["x"][2, 0]  # chain 2 never moves

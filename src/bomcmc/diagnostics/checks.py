@@ -39,7 +39,9 @@ draws after them (`kept`).
 
 A coordinate that is constant within every chain has no defined ESS (ArviZ reports the number
 of draws for constant input, or a small number when the chains sit at different values): the
-checks count it as ESS 0, and `summarize` reports NaN for it.
+checks count it as ESS 0, and `summarize` reports NaN for it. One that holds the same value in
+every chain (`constant`: with two chains or more) is fixed by construction, like the zeros above
+the diagonal of a Cholesky factor, and is not judged at all.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ import numpy as np
 
 from . import advice as _advice
 from .advice import Context
+from .stillness import constant, frozen, stuck_chains
 
 RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
@@ -175,33 +178,6 @@ def parameter_figures(idata, totals: dict | None = None) -> dict | None:
     return None if function_space(idata) is not None else convergence(idata)
 
 
-def frozen(posterior) -> dict[str, np.ndarray]:
-    """Per variable, a boolean array over its coordinates: True where every chain stays at its
-    first draw (NaN counts as equal to NaN); all False with fewer than two draws."""
-    out = {}
-    for name in posterior.data_vars:
-        x = np.asarray(posterior[name].values, dtype=float)  # (chain, draw, ...)
-        first = x[:, :1]
-        same = (x == first) | (np.isnan(x) & np.isnan(first))
-        out[name] = same.all(axis=(0, 1)) & (x.shape[1] >= 2)
-    return out
-
-
-def stuck_chains(posterior) -> list[int]:
-    """Indices of the chains whose every draw equals their first (all variables)."""
-    if posterior.sizes.get("draw", 0) < 2:
-        return []
-    n_chains = posterior.sizes.get("chain", 1)
-    moved = np.zeros(n_chains, bool)
-    for name in posterior.data_vars:
-        x = np.asarray(posterior[name].values, dtype=float).reshape(
-            n_chains, posterior.sizes["draw"], -1)
-        first = x[:, :1]
-        differ = (x != first) & ~(np.isnan(x) & np.isnan(first))
-        moved |= differ.any(axis=(1, 2))
-    return [int(c) for c in np.flatnonzero(~moved)]
-
-
 def check_run(idata, totals: dict | None = None, figures: dict | None = None,
               context: Context | None = None) -> list[str]:
     """One-line messages, one per problem the run's diagnostics show; [] for a healthy run.
@@ -225,12 +201,13 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
         conv = convergence(idata, mcse=False)
     with quiet():
         ss, post = _sample_stats(idata), idata.posterior
-        still = frozen(post if judged is None else judged)
+        ds = post if judged is None else judged
+        still = frozen(ds)
         where = "" if judged is None else " of the predictions and log-likelihood"
         msgs = [
             _divergences(ss, totals, ctx),
             _rhat(conv, still, where, ctx),
-            _ess(conv, still, post.sizes.get("chain", 1), where, ctx),
+            _ess(conv, still, constant(ds, still), post.sizes.get("chain", 1), where, ctx),
             _tree_depth(ss, post.attrs, ctx),
             _ebfmi(idata, ss, ctx),
             _acceptance(ss, totals, ctx),
@@ -323,14 +300,14 @@ def _rhat(conv: dict, still: dict, where: str = "", ctx: Context | None = None) 
             "chains disagree and have not mixed; " + _advice.advise("rhat", ctx))
 
 
-def _ess(conv: dict, still: dict, n_chains: int, where: str = "",
+def _ess(conv: dict, still: dict, const: dict, n_chains: int, where: str = "",
          ctx: Context | None = None) -> str | None:
     threshold = ESS_PER_CHAIN_MIN * n_chains
     parts, n_bad, n, lowest = [], None, 0, np.inf
     for kind in ("bulk", "tail"):
         e, fixed, labels = _coords(conv[f"ess_{kind}"], still)
         e = np.where(fixed, 0.0, e)  # a coordinate that never moved: no effective draws
-        low = e < threshold
+        low = (e < threshold) & ~_coords(conv[f"ess_{kind}"], const)[1]  # constant: not judged
         n = e.size
         n_bad = low if n_bad is None else (n_bad | low)
         if low.any():

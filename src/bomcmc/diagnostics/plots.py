@@ -12,7 +12,7 @@ the named scalar variables first (`mu`, `sigma`), then the coordinates of the ve
 variables, each group in the order of the InferenceData; they label them like `beta[3]`, write
 the file and return its path. Every axis is labelled. The trace plot draws the divergent
 transitions as black ticks in a strip below every trace, and each chain that never moved
-(`checks.stuck_chains`) as a thick dashed line named in the legend, so it cannot hide in that
+(`stillness.stuck_chains`) as a thick dashed line named in the legend, so it cannot hide in that
 strip.
 
 A tuned run's learned reward surface, read from its `tuning` group (`reward_plots.py`;
@@ -153,7 +153,7 @@ def plot_trace(idata, path: str | os.PathLike, max_coords: int = 8) -> Path:
     and its trace, divergent transitions after warm-up marked below the axes."""
     import arviz as az
 
-    from .checks import stuck_chains
+    from .stillness import stuck_chains
 
     sub, n = _coordinate_idata(idata, max_coords)
     stats = sub.sample_stats if "sample_stats" in sub.groups() else None

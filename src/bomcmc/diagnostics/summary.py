@@ -23,8 +23,8 @@ import math
 import numpy as np
 
 from . import rank_normalized
-from .checks import (FUNCTION_SPACE, check_run, convergence, frozen, function_space, kept,
-                     quiet)
+from .checks import FUNCTION_SPACE, check_run, convergence, function_space, kept, quiet
+from .stillness import constant, frozen
 
 
 def clean_json(x):
@@ -99,14 +99,19 @@ def summarize(idata, totals: dict | None = None, context=None,
         for v in variables.values():
             v["identifiable"] = False
     n_chains = post.sizes.get("chain", 1)
-    ess_bulk, still = conv["ess_bulk"], frozen(post)
+    ess_bulk, ds = conv["ess_bulk"], post
     if judged is not None:  # the run's ESS figures are those of what is identified
         fs_conv = convergence(idata, FUNCTION_SPACE)
-        ess_bulk, still = fs_conv["ess_bulk"], frozen(judged)
+        ess_bulk, ds = fs_conv["ess_bulk"], judged
+    still = frozen(ds)
+    const = constant(ds, still)
 
-    # a coordinate that never moved in any chain gave no effective draws: ESS 0
+    # a coordinate that never moved in any chain gave no effective draws: ESS 0; one constant
+    # by construction is left out (unless nothing else is left)
     all_ess = np.concatenate([np.where(still[v], 0.0, np.asarray(ess_bulk[v], dtype=float))
                               .ravel() for v in ess_bulk.data_vars])
+    judged_ess = all_ess[~np.concatenate([const[v].ravel() for v in ess_bulk.data_vars])]
+    all_ess = judged_ess if judged_ess.size else all_ess
     run = {
         "n_grad": totals.get("n_grad"),
         "n_grad_warmup": totals.get("n_grad_warmup"),
