@@ -162,10 +162,18 @@ def test_the_gradients_pieces_are_finished_before_the_flat_gradient_is_joined():
     program must hold the barrier's transpose before its concatenation; one leaf needs none."""
     import jax
 
+    def walk(jaxpr):  # the primitives in program order, nested jitted calls inlined
+        for e in jaxpr.eqns:
+            inner = e.params.get("jaxpr")  # a jitted call's (closed) jaxpr
+            if hasattr(inner, "jaxpr") or hasattr(inner, "eqns"):
+                yield from walk(getattr(inner, "jaxpr", inner))
+            else:
+                yield str(e.primitive)
+
     def prims(post):
         flat = flatten(post)
         jaxpr = jax.make_jaxpr(jax.vmap(jax.grad(flat.logdensity_fn)))(jnp.ones((3, flat.dim)))
-        return [str(e.primitive) for e in jaxpr.eqns]
+        return list(walk(jaxpr.jaxpr))
 
     two = Posterior(logdensity_fn=lambda p: -jnp.exp(p["s"]) * jnp.sum(p["z"] ** 2) + p["s"],
                     init_position={"s": 0.0, "z": np.zeros(4)})

@@ -66,6 +66,10 @@ class Data:
             return self._bound[name]
         return jnp.asarray(self.arrays[name])
 
+    def bound_args(self) -> dict | None:
+        """The arguments reads give while the data are bound (`bound`), else None."""
+        return self._bound
+
     def row_weights(self):
         """The rows' weights of a padded placement (1 real, 0 padding) while it is bound;
         None otherwise (every row counts)."""

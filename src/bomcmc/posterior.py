@@ -10,6 +10,7 @@ one-line `BomcmcError` and never a deep JAX traceback.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any, Callable, Mapping, NamedTuple
 
@@ -305,12 +306,22 @@ def _flatten(posterior: Posterior, check_finite: bool) -> FlatPosterior:
     user_fn = posterior.logdensity_fn
 
     pieces = len(jax.tree_util.tree_leaves(init)) > 1
+    data = posterior.data
+
+    # jitted, so the model's Python is traced once per shape and every program that calls the
+    # flat log density reuses the trace (XLA inlines the call); the data a run binds are the
+    # call's arguments (docs/architecture.md)
+    def traced(x, bound):
+        with data.bound(bound) if bound is not None else contextlib.nullcontext():
+            params = unravel(x)
+            if pieces:  # see _BARRIER
+                params = jax.lax.optimization_barrier(params)
+            return jnp.asarray(user_fn(params), dtype=x.dtype).reshape(())
+
+    once = jax.jit(traced)
 
     def flat_logdensity(x):
-        params = unravel(x)
-        if pieces:  # see _BARRIER
-            params = jax.lax.optimization_barrier(params)
-        return jnp.asarray(user_fn(params), dtype=x.dtype).reshape(())
+        return once(x, data.bound_args() if data is not None else None)
 
     _check_logdensity(user_fn, init, flat_logdensity, flat0, check_finite)
     return FlatPosterior(
