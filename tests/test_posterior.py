@@ -1,5 +1,7 @@
 """Bad input is a one-line BomcmcError (a ValueError) naming the problem, never a deep traceback."""
 
+import dataclasses
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -55,6 +57,27 @@ def test_bad_input_is_one_line_value_error(args, kw, match):
     assert "\n" not in str(exc.value)
 
 
+def test_a_box_the_dispersed_starts_miss_is_started_around_the_init():
+    """A log density finite only on (0, 1)^6: a uniform(-2, 2) draw lands there once in 4096,
+    so Stan's 100 draws miss it for nearly every chain. The starts are then drawn around the
+    given init (within ±1, ±0.5, ...), still one per chain, and the run says how far."""
+    from bomcmc.driver import engine
+
+    def box(x):
+        return jnp.where(jnp.all((x > 0.0) & (x < 1.0)), -jnp.sum((x - 0.5) ** 2), -jnp.inf)
+
+    kw = dict(sampler="hmc", step_size=0.05, steps=5, chains=3, warmup=0, draws=20, seed=0,
+              float64=True)
+    res = run(box, np.full(6, 0.5), **kw)
+    assert res.totals["init_spread"] == 0.5  # ±1 still misses (0, 1)^6 often; ±0.5 cannot
+    first = res.idata.posterior["x"].values[:, 0]
+    assert np.all((first > 0) & (first < 1)) and len({tuple(f) for f in first}) == 3
+    with pytest.MonkeyPatch.context() as m:  # broken: no starts around the init
+        m.setattr(engine, "NEAR_INIT_TRIES", 0)
+        with pytest.raises(BomcmcError, match="after 100 dispersed starts"):
+            run(box, np.full(6, 0.5), **kw)
+
+
 def test_non_finite_gradient_at_init():
     with pytest.raises(BomcmcError, match="gradient"):
         flatten(Posterior(lambda x: jnp.sum(jnp.sqrt(x)), jnp.zeros(2)))
@@ -75,11 +98,15 @@ def test_wrong_data_shapes_and_labels():
 
 
 def test_chain_starting_where_density_is_infinite():
-    """Dispersed starts from an initializer are checked per chain."""
+    """Dispersed starts from an initializer are checked per chain: these are never finite,
+    so the chains start around the initial position instead; without one, an error."""
     post = Posterior(lambda x: jnp.where(x[0] > 0, gauss(x), -jnp.inf), jnp.ones(2),
                      initializer=lambda k: -jnp.ones(2))
+    res = run(post, sampler="hmc", warmup=0, draws=5)
+    assert res.totals["init_spread"] == 1.0
+    assert np.all(res.idata.posterior["x"].values[:, 0, 0] > 0)
     with pytest.raises(BomcmcError, match="not finite"):
-        run(post)
+        run(dataclasses.replace(post, init_position=-jnp.ones(2)), sampler="hmc")
 
 
 def test_variable_names_from_pytree():

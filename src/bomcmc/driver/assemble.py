@@ -68,6 +68,8 @@ def assemble(run: Run, store, wall_total: float):
     totals["warmup"] = warmup_report(run, warm_iters)
     if run.start_note:  # a kernel's start (AHMC's mode search): kept or not
         totals["start"] = run.start_note
+    if run.init_spread is not None:  # some chains started near the init
+        totals["init_spread"] = run.init_spread
     if run.until is not None:  # a run until precise: its target, and where it stopped
         totals["until"] = run.until.report()
     attrs = {

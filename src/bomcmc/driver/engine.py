@@ -35,6 +35,7 @@ from .spec import RunSpec
 from .ticks import build_ticks
 
 MAX_INIT_TRIES = 100  # draws of a dispersed start per chain (Stan tries 100 times)
+NEAR_INIT_TRIES = 20  # then starts around the initial position, the spread halved each time
 # mode searches the start rule reads at least: a run of fewer chains also searches from
 # further dispersed points (`_probes`; docs/tuning.md, "The start on unbounded densities")
 PROBES, PROBE_SALT = 4, 0x5EA
@@ -101,7 +102,6 @@ class Run:
     """One run's compiled pieces: the flat posterior, the kernel, tuner and adapter, the
     knobs, the keys, the chain sharding and the AOT-compiled chunk."""
 
-
     def __init__(self, spec: RunSpec, post: Posterior, store, tuner: Tuner | None,
                  sampler: Sampler):
         self.spec = spec
@@ -138,12 +138,14 @@ class Run:
         self.compile_s = 0.0
         self.start_grads = 0
         self.start_note = ""  # whether the kernel's start was kept (`_unless_steeper`)
+        self.init_spread = None  # the spread around the initial position some chains needed
         self.until = None  # the stopping rule of a run until precise (`until.Until`)
         self.until_reads = (None, 0.0)  # its `watch` and `burn_in` (`api.sample`)
 
     def initial_state(self):
         """The chains' initial states. Dispersed starts whose log density or gradient is not
-        finite are drawn again, up to MAX_INIT_TRIES times (Stan's rule); fixed starts are not."""
+        finite are drawn again, MAX_INIT_TRIES times (Stan's rule), then within ±1, ±0.5, ...
+        of the initial position (`init_spread`: a box the draws missed); fixed starts are not."""
         spec, flat = self.spec, self.flat
         strategy = spec.init_strategy
         starts = flat.init_flat(self.init_key, spec.chains, spec.init_jitter,
@@ -156,8 +158,7 @@ class Run:
                 x, n, steeper = kernel.start(x, flat.logdensity_fn)
             return kernel.init(x, flat.logdensity_fn), n, steeper
 
-        # by identity: the log density (one per posterior, `flatten`), its data and the
-        # kernel; never for sharded data
+        # by identity: the log density (one per posterior), its data, the kernel; never sharded
         key = None if self.mesh is not None else (
             "init", id(flat.logdensity_fn), id(self.data), id(kernel), self.block)
         init = PROGRAMS.get_or_build(
@@ -165,7 +166,7 @@ class Run:
             (flat.logdensity_fn, self.data, kernel))
         redraw = strategy == "uniform" and flat.source.chain_inits is None
         self.start_grads = 0  # gradient evaluations of the kernel's start, every attempt's
-        for attempt in range(1, MAX_INIT_TRIES + 1):
+        for attempt in range(1, MAX_INIT_TRIES + NEAR_INIT_TRIES + 1):
             states, n, steeper = init(starts)
             self.start_grads += int(np.sum(np.asarray(n)))
             # every process's chains decide whether to draw again, as in one process
@@ -174,17 +175,22 @@ class Run:
             bad = lp_bad | grad_bad | outside
             if not bad.any() or not redraw:
                 break
-            fresh = flat.init_flat(self.init_key, spec.chains, 0.0, strategy, attempt)
+            if attempt < MAX_INIT_TRIES:
+                fresh = flat.init_flat(self.init_key, spec.chains, 0.0, strategy, attempt)
+            else:
+                self.init_spread = 0.5 ** (attempt - MAX_INIT_TRIES)
+                fresh = flat.init_flat(jax.random.fold_in(self.init_key, attempt), spec.chains,
+                                       self.init_spread, "init")
             starts = jnp.where(jnp.asarray(bad[self.local])[:, None], fresh[self.local], starts)
+        tried = (f" after {MAX_INIT_TRIES} dispersed starts (uniform(-2, 2) on every coordinate)"
+                 f" and {NEAR_INIT_TRIES} around the initial position (give an init where it is "
+                 "finite)") if redraw else ""
         for bad, what in ((lp_bad, "logdensity is not finite at {}"),
                           (grad_bad, "gradient of logdensity is not finite at {}"),
                           (outside, "{} lies outside the sampler's support (support=)")):
             if bad.any():
                 where = ("the initial position" if bad.all()
                          else f"the starting point of chain(s) {np.flatnonzero(bad).tolist()}")
-                tried = (f" after {MAX_INIT_TRIES} dispersed starts (uniform(-2, 2) on every "
-                         "coordinate; give an init where it is finite and "
-                         "init_strategy='init')") if redraw else ""
                 raise BomcmcError(what.format(where) + tried)
         probes = self._probes(init, starts.shape[0]) if redraw else np.zeros(0, bool)
         return self._unless_steeper(states, steeper, starts, key, probes)
