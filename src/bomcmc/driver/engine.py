@@ -138,7 +138,7 @@ class Run:
         self.compile_s = 0.0
         self.start_grads = 0
         self.start_note = ""  # whether the kernel's start was kept (`_unless_steeper`)
-        self.init_spread = None  # the spread around the initial position some chains needed
+        self.init_spread = None  # the smallest spread around the initial position a start needed
         self.until = None  # the stopping rule of a run until precise (`until.Until`)
         self.until_reads = (None, 0.0)  # its `watch` and `burn_in` (`api.sample`)
 
