@@ -372,6 +372,13 @@ _ELSE = {
     "until_cap": "ask for less precision (a smaller until_ess)",
 }
 
+# divergences at a hard boundary (driver/boundary.py), which no option of a sampler removes
+BOUNDARY = ("the log density is -inf or NaN just beyond the draws ({where}), a hard boundary: a "
+            "trajectory that crosses it diverges whatever the step size (the transition is "
+            "rejected, so the draws stay correct, but its work is lost); sample an unconstrained "
+            "transform instead (log(x - a) for x > a, logit((x - a) / (b - a)) for a < x < b, "
+            "adding the transform's log-Jacobian), as NumPyro's constrained sites do")
+
 
 def remedies(problem: str, ctx: Context, most: int = 2) -> list[tuple[str, dict]]:
     """The first `most` candidate remedies for `problem` the interface accepts."""

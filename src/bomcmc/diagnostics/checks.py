@@ -252,9 +252,12 @@ def _divergences(ss, totals: dict, ctx: Context | None = None) -> str | None:
     if n == 0:
         return None
     share = f" ({n / total:.1%} of {total} draws)" if total > 0 else ""
-    return (f"{n} divergent transitions after warm-up{share} > 0 (Stan warns on any): the "
-            "integrator met curvature it cannot follow and the draws may be biased; "
-            + _advice.advise("divergences", ctx))
+    head = f"{n} divergent transitions after warm-up{share} > 0 (Stan warns on any): "
+    if walls := totals.get("boundary"):  # driver/boundary.py
+        where = ", ".join(f"{w['name']} {w['side']} {w['draws_reach']:.3g}" for w in walls[:4])
+        return head + _advice.BOUNDARY.format(where=where + (", ..." if len(walls) > 4 else ""))
+    return (head + "the integrator met curvature it cannot follow and the draws may be "
+            "biased; " + _advice.advise("divergences", ctx))
 
 
 def _fixed_points(ss, ctx: Context | None = None) -> str | None:

@@ -10,6 +10,7 @@ from .._version import __version__
 from ..errors import BomcmcError
 from ..store import ChunkRecord
 from ..tuning.base import WARMUP
+from .boundary import boundaries
 from .engine import Run
 
 
@@ -72,6 +73,9 @@ def assemble(run: Run, store, wall_total: float):
         totals["init_spread"] = run.init_spread
     if run.until is not None:  # a run until precise: its target, and where it stopped
         totals["until"] = run.until.report()
+    if totals["divergences"]:  # a hard boundary, which no step size removes (boundary.py)
+        totals["boundary"] = boundaries(flat, positions, sample_stats.get("diverging"),
+                                        spec.seed)
     attrs = {
         "inference_library": "bomcmc",
         "inference_library_version": __version__,
