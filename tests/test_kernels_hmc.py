@@ -108,6 +108,35 @@ def test_divergence_is_counted_not_a_crash():
     assert r.totals["divergences"] == int(div.sum())
 
 
+def test_a_proposal_beyond_a_wall_is_rejected_but_is_no_divergence():
+    """A trajectory that ends where the log density is -inf, its position, gradient and
+    momentum finite and its kinetic energy nearly what it was, proposed a point of zero
+    density: rejected, not a divergence. One whose kinetic energy grew beyond the bound (an
+    overflow to -inf), or that ends in NaN, diverged."""
+    from bomcmc.kernels.integrators import IntegratorState
+
+    x, p = jnp.array([0.1, -0.2]), jnp.array([0.5, 1.0])
+    start_lp, inv_mass = -0.025, jnp.ones(2)
+
+    def test(logdensity, momentum, grad=jnp.zeros(2)):
+        end = IntegratorState(x + 0.3, momentum, jnp.asarray(logdensity), grad)
+        _, delta, diverging, accept_prob, accepted = hmc.metropolis(
+            jnp.asarray(start_lp), end, p, inv_mass, jnp.asarray(0.0))
+        assert float(accept_prob) == 0.0 and not bool(accepted)
+        return bool(diverging)
+
+    assert not test(-jnp.inf, p * 1.1)  # beyond a wall
+    assert test(-jnp.inf, p * 1e3)  # kinetic energy up by 6e5: a blow-up
+    assert test(-jnp.inf, p, grad=jnp.array([jnp.inf, 0.0]))
+    assert test(jnp.nan, p)
+    box = lambda x: jnp.where(jnp.all(jnp.abs(x) < 1.5), -0.5 * jnp.sum(x**2), -jnp.inf)  # noqa
+    r = bomcmc.sample(box, jnp.zeros(2), sampler="hmc", chains=2, draws=300, warmup=0, seed=0,
+                      step_size=0.5, steps=10, progress=False)
+    acc = np.asarray(r.idata.sample_stats["acceptance_rate"])
+    assert (acc == 0).sum() > 10 and r.totals["divergences"] == 0
+    assert np.all(np.abs(np.asarray(r.idata.posterior["x"])) < 1.5)
+
+
 def test_energy_error_threshold_marks_divergence():
     """A finite but huge energy error (> 1000) is a divergence."""
     logdensity = lambda x: -0.5 * jnp.sum(x**2) * 1e4  # noqa: E731 - sd 0.01

@@ -1,9 +1,10 @@
 """Where a posterior's log density stops being finite just beyond its draws: a hard boundary.
 
-A log density written with a wall (`jnp.where(x > 0, ..., -jnp.inf)`, a box) gives every
-Hamiltonian trajectory that crosses the wall an end where the density is zero, ΔH = +∞: a
-divergence. The transition is rejected, so the draws stay correct, but the trajectory is
-wasted, and no step size removes the wall. Sampling an unconstrained transform does (log(x − a)
+A log density written with a wall (`jnp.where(x > 0, ..., -jnp.inf)`, a box, a log of a
+negative number) gives every Hamiltonian trajectory that crosses the wall an end where the
+density is zero or NaN. NUTS counts it as a divergence, and so does the HMC family where the
+end is NaN (`kernels/hmc.py`, `beyond_a_wall`). The transition is rejected, so the draws stay
+correct, but the trajectory is wasted, and no step size removes the wall. Sampling an unconstrained transform does (log(x − a)
 for x > a, a scaled logit for a < x < b, with the transform's log-Jacobian added), as Stan and
 NumPyro do for every constrained parameter (Stan, *Reference Manual*, "Constraint
 transforms").

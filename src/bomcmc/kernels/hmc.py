@@ -75,13 +75,31 @@ def metropolis(logdensity0, end: IntegratorState, momentum0, inv_mass, u_accept,
                max_energy_error: float = MAX_ENERGY_ERROR):
     """The Metropolis test of a trajectory from (x₀, p₀) to `end`: H = −log π + ½ pᵀM⁻¹p,
     ΔH = H(end) − H₀; a divergence (ΔH not finite or above `max_energy_error`) is rejected.
+    A proposal beyond a wall (`beyond_a_wall`) is rejected too, but is not a divergence.
     Returns (H₀, ΔH, diverging, acceptance probability min(1, e^{−ΔH}), accepted)."""
-    energy0 = -logdensity0 + kinetic_energy(momentum0, inv_mass)
-    energy1 = -end.logdensity + kinetic_energy(end.momentum, inv_mass)
+    kinetic0, kinetic1 = kinetic_energy(momentum0, inv_mass), kinetic_energy(end.momentum,
+                                                                             inv_mass)
+    energy0 = -logdensity0 + kinetic0
+    energy1 = -end.logdensity + kinetic1
     delta = energy1 - energy0
-    diverging = ~jnp.isfinite(delta) | (delta > max_energy_error)
-    accept_prob = jnp.where(diverging, 0.0, jnp.minimum(1.0, jnp.exp(-delta)))
+    diverging = ((~jnp.isfinite(delta) | (delta > max_energy_error))
+                 & ~beyond_a_wall(end, kinetic1 - kinetic0, max_energy_error))
+    accept_prob = jnp.where(diverging, 0.0, jnp.minimum(1.0, jnp.exp(-delta)))  # 0 beyond
     return energy0, delta, diverging, accept_prob, u_accept < accept_prob
+
+
+def beyond_a_wall(end: IntegratorState, kinetic_change, max_energy_error: float):
+    """Whether a trajectory ended where the density is zero (log density −∞, as a wall written
+    `jnp.where(inside, log π, -jnp.inf)` gives) with its position, gradient and momentum
+    finite and its kinetic energy changed by less than `max_energy_error`: the proposal has
+    zero density and is rejected, as Metropolis rejects any such proposal, but the integrator
+    did not fail, so it is not a divergence, which would steer a tuner to ever smaller steps
+    (docs/defaults.md, "Divergences at a hard boundary"). A trajectory that blew up (log
+    density −∞ from overflow) gained kinetic energy beyond that bound; a NaN (a log of a
+    negative number) stays a divergence, as the two cannot be told apart."""
+    finite = (jnp.all(jnp.isfinite(end.position)) & jnp.all(jnp.isfinite(end.logdensity_grad))
+              & jnp.isfinite(kinetic_change))
+    return (end.logdensity == -jnp.inf) & finite & (kinetic_change < max_energy_error)
 
 
 def step(
