@@ -373,11 +373,11 @@ _ELSE = {
 }
 
 # divergences at a hard boundary (driver/boundary.py), which no option of a sampler removes
-BOUNDARY = ("the log density is -inf or NaN just beyond the draws ({where}), a hard boundary: a "
-            "trajectory that crosses it diverges whatever the step size (the transition is "
-            "rejected, so the draws stay correct, but its work is lost); sample an unconstrained "
-            "transform instead (log(x - a) for x > a, logit((x - a) / (b - a)) for a < x < b, "
-            "adding the transform's log-Jacobian), as NumPyro's constrained sites do")
+BOUNDARY = ("the log density is -inf or NaN just beyond the draws ({where}), a hard boundary: "
+            "trajectories that cross it end there whatever the step size (rejected, so the "
+            "draws stay correct, but their work is lost); sample an unconstrained transform "
+            "instead (log(x - a) for x > a, logit((x - a) / (b - a)) for a < x < b, adding the "
+            "transform's log-Jacobian), as NumPyro's constrained sites do")
 
 
 def remedies(problem: str, ctx: Context, most: int = 2) -> list[tuple[str, dict]]:

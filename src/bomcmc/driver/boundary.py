@@ -4,10 +4,10 @@ A log density written with a wall (`jnp.where(x > 0, ..., -jnp.inf)`, a box, a l
 negative number) gives every Hamiltonian trajectory that crosses the wall an end where the
 density is zero or NaN. NUTS counts it as a divergence, and so does the HMC family where the
 end is NaN (`kernels/hmc.py`, `beyond_a_wall`). The transition is rejected, so the draws stay
-correct, but the trajectory is wasted, and no step size removes the wall. Sampling an unconstrained transform does (log(x − a)
-for x > a, a scaled logit for a < x < b, with the transform's log-Jacobian added), as Stan and
-NumPyro do for every constrained parameter (Stan, *Reference Manual*, "Constraint
-transforms").
+correct, but the trajectory is wasted, and no step size removes the wall. Sampling an
+unconstrained transform does (log(x − a) for x > a, a scaled logit for a < x < b, with the
+transform's log-Jacobian added), as Stan and NumPyro do for every constrained parameter (Stan,
+*Reference Manual*, "Constraint transforms").
 
 The test, run after a run with divergences (`driver.assemble`): from the draw with each
 coordinate's smallest value, and from the one with its largest, step outwards along that
@@ -74,8 +74,8 @@ def probes(positions: np.ndarray, diverging: np.ndarray | None, seed: int = 0):
 def boundaries(flat, positions: np.ndarray, diverging: np.ndarray | None,
                seed: int = 0) -> list[dict]:
     """Each boundary found (`probes`) as {"name", "side": "below" or "above", "draws_reach":
-    the draws' smallest or largest value}: the boundary lies between that value and STEP sd
-    beyond it. [] where the log density is finite at every probe."""
+    the draws' smallest or largest value, beyond which the boundary lies}. [] where the log
+    density is finite at every probe."""
     import jax
 
     from ..data import jit as data_jit

@@ -74,8 +74,9 @@ def restricted_accept(inside, accept_prob, u_accept):
 def metropolis(logdensity0, end: IntegratorState, momentum0, inv_mass, u_accept,
                max_energy_error: float = MAX_ENERGY_ERROR):
     """The Metropolis test of a trajectory from (x₀, p₀) to `end`: H = −log π + ½ pᵀM⁻¹p,
-    ΔH = H(end) − H₀; a divergence (ΔH not finite or above `max_energy_error`) is rejected.
-    A proposal beyond a wall (`beyond_a_wall`) is rejected too, but is not a divergence.
+    ΔH = H(end) − H₀; a divergence (ΔH not finite or above `max_energy_error`) is
+    rejected. A proposal beyond a wall (`beyond_a_wall`) is rejected too, but is not a
+    divergence.
     Returns (H₀, ΔH, diverging, acceptance probability min(1, e^{−ΔH}), accepted)."""
     kinetic0, kinetic1 = kinetic_energy(momentum0, inv_mass), kinetic_energy(end.momentum,
                                                                              inv_mass)
