@@ -3,6 +3,7 @@
 
     python benchmarks/hard_wall.py halfnormal [--broken] [--seeds 6]
     python benchmarks/hard_wall.py gamma --sampler nuts [--seeds 6]
+    python benchmarks/hard_wall.py box --sampler ahmc [--seeds 3]
 
 `halfnormal`: `ahmc` at its defaults (4 chains × 1000 draws, float64) on x ~ N(0, 1) on
 x > 0 written `jnp.where(x > 0, -x²/2, -inf)`: divergences, bulk ESS, R-hat, mean step size
@@ -12,6 +13,9 @@ as before `hmc.beyond_a_wall`.
 `gamma`: a Gamma(2, 1) density written `log x - x` (NaN for x < 0) and the same sampled as
 y = log x (`2y - e^y`), 2 chains × 200 draws: the divergences of each, and the boundary the
 run found (`totals["boundary"]`).
+
+`box`: the uniform density on (0, 1)³ written `jnp.where(inside, 0, -inf)`, 4 chains × 1000
+draws: divergences, max R-hat, min bulk ESS, the means (truth 0.5) and variances (1/12).
 """
 
 from __future__ import annotations
@@ -58,9 +62,23 @@ def gamma(seeds: int, sampler: str) -> None:
               flush=True)
 
 
+def box(seeds: int, sampler: str) -> None:
+    def inside(p):
+        return jnp.where(jnp.all((p["x"] > 0) & (p["x"] < 1)), 0.0, -jnp.inf)
+
+    for seed in range(seeds):
+        r = bomcmc.sample(inside, {"x": np.full(3, 0.5)}, sampler=sampler, chains=4,
+                          draws=1000, seed=seed, progress=False)
+        x = np.asarray(r.idata.posterior["x"])
+        print(f"{sampler} seed {seed}: divergences {r.totals['divergences']}, max R-hat "
+              f"{float(az.rhat(r.idata)['x'].max()):.3f}, min bulk ESS "
+              f"{float(az.ess(r.idata)['x'].min()):.0f}, means {np.round(x.mean((0, 1)), 3)}, "
+              f"variances {np.round(x.var((0, 1)), 4)} (truth 0.5, {1 / 12:.4f})", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("case", choices=("halfnormal", "gamma"))
+    ap.add_argument("case", choices=("halfnormal", "gamma", "box"))
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--sampler", default="ahmc")
     ap.add_argument("--broken", action="store_true",
@@ -69,7 +87,10 @@ def main() -> None:
     if a.broken:
         hmc.beyond_a_wall = lambda end, kinetic_change, max_energy_error: jnp.zeros((), bool)
     warnings.simplefilter("ignore")  # the runs' warnings are what is measured, not shown
-    halfnormal(a.seeds) if a.case == "halfnormal" else gamma(a.seeds, a.sampler)
+    if a.case == "halfnormal":
+        halfnormal(a.seeds)
+    else:
+        (gamma if a.case == "gamma" else box)(a.seeds, a.sampler)
 
 
 if __name__ == "__main__":
