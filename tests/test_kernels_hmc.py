@@ -118,17 +118,17 @@ def test_a_proposal_beyond_a_wall_is_rejected_but_is_no_divergence():
     x, p = jnp.array([0.1, -0.2]), jnp.array([0.5, 1.0])
     start_lp, inv_mass = -0.025, jnp.ones(2)
 
-    def test(logdensity, momentum, grad=jnp.zeros(2)):
+    def diverged(logdensity, momentum, grad=jnp.zeros(2)):
         end = IntegratorState(x + 0.3, momentum, jnp.asarray(logdensity), grad)
         _, delta, diverging, accept_prob, accepted = hmc.metropolis(
             jnp.asarray(start_lp), end, p, inv_mass, jnp.asarray(0.0))
         assert float(accept_prob) == 0.0 and not bool(accepted)
         return bool(diverging)
 
-    assert not test(-jnp.inf, p * 1.1)  # beyond a wall
-    assert test(-jnp.inf, p * 1e3)  # kinetic energy up by 6e5: a blow-up
-    assert test(-jnp.inf, p, grad=jnp.array([jnp.inf, 0.0]))
-    assert test(jnp.nan, p)
+    assert not diverged(-jnp.inf, p * 1.1)  # beyond a wall
+    assert diverged(-jnp.inf, p * 1e3)  # kinetic energy up by 6e5: a blow-up
+    assert diverged(-jnp.inf, p, grad=jnp.array([jnp.inf, 0.0]))
+    assert diverged(jnp.nan, p)
     box = lambda x: jnp.where(jnp.all(jnp.abs(x) < 1.5), -0.5 * jnp.sum(x**2), -jnp.inf)  # noqa
     r = bomcmc.sample(box, jnp.zeros(2), sampler="hmc", chains=2, draws=300, warmup=0, seed=0,
                       step_size=0.5, steps=10, progress=False)
