@@ -3,7 +3,7 @@
 
     python benchmarks/hard_wall.py halfnormal [--broken] [--seeds 6]
     python benchmarks/hard_wall.py gamma --sampler nuts [--seeds 6]
-    python benchmarks/hard_wall.py box --sampler ahmc [--seeds 3]
+    python benchmarks/hard_wall.py box --sampler ahmc [--seeds 3] [--warmup 2000 --draws 2000]
 
 `halfnormal`: `ahmc` at its defaults (4 chains × 1000 draws, float64) on x ~ N(0, 1) on
 x > 0 written `jnp.where(x > 0, -x²/2, -inf)`: divergences, bulk ESS, R-hat, mean step size
@@ -15,7 +15,8 @@ y = log x (`2y - e^y`), 2 chains × 200 draws: the divergences of each, and the 
 run found (`totals["boundary"]`).
 
 `box`: the uniform density on (0, 1)³ written `jnp.where(inside, 0, -inf)`, 4 chains × 1000
-draws: divergences, max R-hat, min bulk ESS, the means (truth 0.5) and variances (1/12).
+draws (`--warmup`, `--draws`): divergences, max R-hat, min bulk ESS, the means (truth 0.5)
+and variances (1/12).
 """
 
 from __future__ import annotations
@@ -62,13 +63,13 @@ def gamma(seeds: int, sampler: str) -> None:
               flush=True)
 
 
-def box(seeds: int, sampler: str) -> None:
+def box(seeds: int, sampler: str, warmup="auto", draws: int = 1000) -> None:
     def inside(p):
         return jnp.where(jnp.all((p["x"] > 0) & (p["x"] < 1)), 0.0, -jnp.inf)
 
     for seed in range(seeds):
         r = bomcmc.sample(inside, {"x": np.full(3, 0.5)}, sampler=sampler, chains=4,
-                          draws=1000, seed=seed, progress=False)
+                          warmup=warmup, draws=draws, seed=seed, progress=False)
         x = np.asarray(r.idata.posterior["x"])
         print(f"{sampler} seed {seed}: divergences {r.totals['divergences']}, max R-hat "
               f"{float(az.rhat(r.idata)['x'].max()):.3f}, min bulk ESS "
@@ -81,6 +82,8 @@ def main() -> None:
     ap.add_argument("case", choices=("halfnormal", "gamma", "box"))
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--sampler", default="ahmc")
+    ap.add_argument("--warmup", default="auto", help="box: the warm-up (default: auto)")
+    ap.add_argument("--draws", type=int, default=1000, help="box: draws per chain")
     ap.add_argument("--broken", action="store_true",
                     help="count a proposal beyond the wall as a divergence")
     a = ap.parse_args()
@@ -89,8 +92,10 @@ def main() -> None:
     warnings.simplefilter("ignore")  # the runs' warnings are what is measured, not shown
     if a.case == "halfnormal":
         halfnormal(a.seeds)
+    elif a.case == "gamma":
+        gamma(a.seeds, a.sampler)
     else:
-        (gamma if a.case == "gamma" else box)(a.seeds, a.sampler)
+        box(a.seeds, a.sampler, a.warmup if a.warmup == "auto" else int(a.warmup), a.draws)
 
 
 if __name__ == "__main__":
