@@ -271,6 +271,12 @@ def _fixed_points(ss, ctx: Context | None = None) -> str | None:
             "may be biased; " + _advice.advise("fixed_points", ctx))
 
 
+def coordinate_labels(name: str, shape: tuple) -> list[str]:
+    """"x" for a scalar, else "beta[0]", "L[1,0]", ... for each coordinate in ravel order."""
+    return [name] if not shape else [f"{name}[{','.join(map(str, i))}]"
+                                     for i in np.ndindex(shape)]
+
+
 def _coords(ds, still: dict) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(the values of every coordinate of every variable, flat; whether each never moved;
     their labels)."""
@@ -279,8 +285,7 @@ def _coords(ds, still: dict) -> tuple[np.ndarray, np.ndarray, list[str]]:
         v = np.asarray(ds[name].values, dtype=float)
         values.append(v.ravel())
         fixed.append(np.broadcast_to(still[name], v.shape).ravel())
-        labels += ([name] if v.ndim == 0 else
-                   [f"{name}[{','.join(map(str, i))}]" for i in np.ndindex(v.shape)])
+        labels += coordinate_labels(name, v.shape)
     if not values:
         return np.zeros(0), np.zeros(0, bool), []
     return np.concatenate(values), np.concatenate(fixed), labels

@@ -24,20 +24,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config import Latest
+from ..diagnostics.checks import coordinate_labels
+
 STEP = 0.5  # the outward step from the extremes, in posterior sds of the coordinate
 DIVERGENT_STEPS = (0.5, 2.0)  # the steps from divergent draws, in the same units
 MOST_POINTS = 4096  # log-density evaluations per run at most
 BATCH = 512  # evaluated this many at a time, one compiled shape
 DIVERGENT_DRAWS = 8  # divergent draws probed along every coordinate, at most
-
-
-def coordinate_names(flat) -> list[str]:
-    """"x" for a scalar, "beta[0]", "L[1,0]" for the flat coordinates of `flat`."""
-    out = []
-    for name, shape in zip(flat.var_names, flat.var_shapes):
-        out += ([name] if shape == () else
-                [f"{name}[{','.join(map(str, i))}]" for i in np.ndindex(shape)])
-    return out
+PROGRAMS = Latest(4)  # the batched log density of the latest posteriors probed
 
 
 def probes(positions: np.ndarray, diverging: np.ndarray | None, seed: int = 0):
@@ -83,7 +78,10 @@ def boundaries(flat, positions: np.ndarray, diverging: np.ndarray | None,
     points, coord, side = probes(positions, diverging, seed)
     if not len(points):
         return []
-    f = data_jit(jax.vmap(flat.logdensity_fn), flat.source.data)
+    data = flat.source.data  # by identity, as the engine keeps its programs
+    f = PROGRAMS.get_or_build(("boundary", id(flat.logdensity_fn), id(data)),
+                              lambda: data_jit(jax.vmap(flat.logdensity_fn), data),
+                              (flat.logdensity_fn, data))
     finite = np.ones(len(points), bool)
     dtype = np.asarray(positions).dtype
     for i in range(0, len(points), BATCH):
@@ -92,7 +90,9 @@ def boundaries(flat, positions: np.ndarray, diverging: np.ndarray | None,
         if pad:
             chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, axis=0)])
         finite[i : i + BATCH] = np.isfinite(np.asarray(f(chunk.astype(dtype))))[: BATCH - pad]
-    names, rows = coordinate_names(flat), positions.reshape(-1, positions.shape[-1])
+    names = [label for name, shape in zip(flat.var_names, flat.var_shapes)
+             for label in coordinate_labels(name, shape)]
+    rows = positions.reshape(-1, positions.shape[-1])
     found = sorted({(int(c), float(s)) for c, s in zip(coord[~finite], side[~finite])})
     return [{"name": names[c], "side": "below" if s < 0 else "above",
              "draws_reach": float(rows[:, c].min() if s < 0 else rows[:, c].max())}

@@ -95,9 +95,10 @@ def beyond_a_wall(end: IntegratorState, kinetic_change, max_energy_error: float)
     finite and its kinetic energy changed by less than `max_energy_error`: the proposal has
     zero density and is rejected, as Metropolis rejects any such proposal, but the integrator
     did not fail, so it is not a divergence, which would steer a tuner to ever smaller steps
-    (docs/defaults.md, "Divergences at a hard boundary"). A trajectory that blew up (log
-    density −∞ from overflow) gained kinetic energy beyond that bound; a NaN (a log of a
-    negative number) stays a divergence, as the two cannot be told apart."""
+    (docs/defaults.md, "Divergences at a hard boundary"). A trajectory that blows up
+    gains kinetic energy as its gradient grows, so one that overflows to −∞ is expected past
+    that bound (reasoned; tested on constructed ends only); a NaN (a log of a negative
+    number) stays a divergence, as it cannot be told from a blow-up's NaN."""
     finite = (jnp.all(jnp.isfinite(end.position)) & jnp.all(jnp.isfinite(end.logdensity_grad))
               & jnp.isfinite(kinetic_change))
     return (end.logdensity == -jnp.inf) & finite & (kinetic_change < max_energy_error)
