@@ -20,6 +20,7 @@ drawn again where the log density is not finite.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import jax
 import numpy as np
@@ -54,18 +55,24 @@ def from_numpyro(model, *args, **kwargs) -> Posterior:
         raise BomcmcError(f"from_numpyro: the model must be a callable, got "
                           f"{type(model).__name__}")
     name = model_name(model)
-    # the data check traces the model and NumPyro initialises it, both op by op, a small
-    # program for each new primitive and shape: with the persistent cache on before either,
-    # a new process finds them there
+    # NumPyro initialises the model op by op, a small program for each new primitive and
+    # shape: with the persistent cache on first, a new process finds them there
     default_compilation_cache()
-    _check_data(model, name, args, kwargs)
     try:
-        info = initialize_model(jax.random.PRNGKey(0), model,
-                                init_strategy=init_to_uniform(radius=INIT_RADIUS),
-                                model_args=args, model_kwargs=kwargs, dynamic_args=True)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            info = initialize_model(jax.random.PRNGKey(0), model,
+                                    init_strategy=init_to_uniform(radius=INIT_RADIUS),
+                                    model_args=args, model_kwargs=kwargs, dynamic_args=True)
     except Exception as e:  # noqa: BLE001 - a model that cannot be traced is bad input
+        # NaN in data the model does not mask fails here: name it, without NumPyro's warnings
+        # about it. Data the model masks itself (`obs_mask=`, `.mask()`) initialise, so they
+        # are not refused.
+        _check_data(model, name, args, kwargs)
         raise BomcmcError(f"NumPyro model '{name}' cannot be initialized: "
                           f"{first_line(e)}") from None
+    for w in {(w.category, str(w.message)): w for w in said}.values():  # each once
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     init = {k: np.asarray(v) for k, v in info.param_info.z.items()}
     if not init:
         raise BomcmcError(f"NumPyro model '{name}' has no continuous latent sites to sample")
@@ -145,8 +152,8 @@ def _data_array(value) -> bool:
 
 def _check_data(model, name: str, args, kwargs) -> None:
     """A one-line BomcmcError naming the observed site, or else the model argument, whose
-    data hold NaN or inf, and the first bad row; NumPyro itself would fail later with
-    "Cannot find valid initial parameters" and never name the data."""
+    data hold NaN or inf, and the first bad row, for a model NumPyro could not initialise
+    ("Cannot find valid initial parameters", which never names the data)."""
     from ..validation import first_bad
 
     for site, value in _observed(model, args, kwargs).items():
@@ -164,8 +171,6 @@ def _check_data(model, name: str, args, kwargs) -> None:
 def _observed(model, args, kwargs) -> dict:
     """The observed sites' values of one trace of the model ({} if it cannot be traced:
     `initialize_model` then reports why)."""
-    import warnings
-
     from numpyro import handlers
 
     try:
