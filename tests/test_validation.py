@@ -207,3 +207,29 @@ def test_inverse_mass_accepts_a_positive_diagonal_or_an_spd_matrix():
 def test_inverse_mass_rejects(value, words):
     msg = _one_line_error(v.inverse_mass, 2, value, name="inverse_mass_matrix")
     assert words in msg
+
+
+def test_a_runs_counts_may_be_numpy_numbers_and_a_string_count_is_one_line(tmp_path):
+    """A seed from `rng.integers` (NumPy's int64, which JSON cannot hold) ran the whole run,
+    then failed writing run.json with a TypeError; a string count failed with a TypeError
+    before validation. The counts are now Python numbers in config.json."""
+    import json
+
+    import jax.numpy as jnp
+
+    import bomcmc
+
+    def logdensity(x):
+        return -0.5 * jnp.sum(x ** 2)
+
+    counts = dict(chains=np.int64(2), draws=np.int32(20), warmup=np.int64(10),
+                  seed=np.int64(3), thin=np.int64(1), until_ess=np.int64(5))
+    res = bomcmc.sample(logdensity, jnp.zeros(1), sampler="hmc", step_size=np.float32(0.5),
+                        steps=np.int64(3), out=tmp_path / "run", progress=False, **counts)
+    assert res.idata.posterior["x"].shape[:2] == (2, 20)
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert all(type(saved[k]) is int for k in ("chains", "draws", "warmup", "seed", "thin"))
+    assert saved["until_ess"] == 5.0
+    message = _one_line_error(bomcmc.sample, logdensity, jnp.zeros(1), chains="4",
+                              progress=False, name="chains")
+    assert "positive integer" in message

@@ -17,7 +17,7 @@ from .._version import __version__
 from ..errors import BomcmcError
 from ..options import SamplerConfig
 from ..posterior import INIT_STRATEGIES
-from ..validation import choice, integer
+from ..validation import choice, integer, is_number
 from .until import check_target
 
 
@@ -72,18 +72,19 @@ class RunSpec:
     version: str = __version__
 
     def validate(self) -> None:
-        for name, v in (("chains", self.chains), ("draws", self.draws), ("thin", self.thin),
-                        ("chunk_size", self.chunk_size)):
-            integer(name, v)
-        integer("warmup", self.warmup, lo=0)
-        integer("seed", self.seed, lo=0)
-        if self.max_grad is not None:
-            integer("max_grad", self.max_grad)
-        if self.chain_block is not None:
-            integer("chain_block", self.chain_block)
-            if self.chains % self.chain_block:
-                raise BomcmcError(f"chain_block ({self.chain_block}) must divide the chains "
-                                  f"({self.chains})")
+        """A one-line BomcmcError for the first bad field; else NumPy numbers (a seed from
+        `rng.integers`) become Python ones, which config.json and run.json can hold."""
+        for name in ("chains", "draws", "thin", "chunk_size", "max_grad", "chain_block"):
+            if getattr(self, name) is not None:
+                setattr(self, name, integer(name, getattr(self, name)))
+        self.warmup = integer("warmup", self.warmup, lo=0)
+        self.seed = integer("seed", self.seed, lo=0)
+        for name in ("chunk_seconds", "until_ess", "until_seconds", "init_jitter"):
+            if is_number(getattr(self, name)):
+                setattr(self, name, float(getattr(self, name)))
+        if self.chain_block is not None and self.chains % self.chain_block:
+            raise BomcmcError(f"chain_block ({self.chain_block}) must divide the chains "
+                              f"({self.chains})")
         if self.chunk_seconds is not None and not self.chunk_seconds > 0:
             raise BomcmcError(f"chunk_seconds must be positive, got {self.chunk_seconds}")
         choice("init_strategy", self.init_strategy, INIT_STRATEGIES)
