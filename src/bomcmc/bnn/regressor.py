@@ -138,8 +138,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         warnings.warn(f"{which} has mean {mean[j]:.3g} and sd {sd[j]:.3g}, far from the unit "
                       f"scale the default priors are written for (|mean| <= "
                       f"{TARGET_MEAN_MAX:g} max(sd, 1), sd in [{lo:g}, {hi:g}]): the fit may "
-                      f"be poor; "
-                      f"{fix}", UserWarning, stacklevel=3)
+                      f"be poor; {fix}", UserWarning, stacklevel=3)
 
     def predict(self, X, return_std: bool = False, return_cov: bool = False,
                 include_noise: bool = False):
