@@ -315,11 +315,12 @@ def sample(
         shard_data=bool(shard_data), until_ess=until_ess, until_seconds=until_seconds,
         warmup_auto=warmup_auto,
     )
-    spec.validate()
+    spec.validate_counts()  # before the buffer is sized from them
     if chunk_size is None:  # a buffer for the whole run, within a memory cap
         dim = flatten(posterior, check_finite=False).dim
         spec.chunk_size = int(default_buffer(spec.chains, dim, spec.draws, spec.warmup,
                                              super_transition_draws(sampler, config)))
+    spec.validate()
     distributed.agree(spec.to_json())  # every process was started with the same flags
     store = DiskStore(out) if out is not None else MemoryStore()
     if isinstance(store, DiskStore):

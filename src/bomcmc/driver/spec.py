@@ -71,17 +71,26 @@ class RunSpec:
     warmup_auto: bool = False
     version: str = __version__
 
-    def validate(self) -> None:
-        """A one-line BomcmcError for the first bad field; else NumPy numbers (a seed from
-        `rng.integers`) become Python ones, which config.json and run.json can hold."""
-        for name in ("chains", "draws", "thin", "chunk_size", "max_grad", "chain_block"):
-            if getattr(self, name) is not None:
-                setattr(self, name, integer(name, getattr(self, name)))
+    def validate_counts(self) -> None:
+        """The counts as Python ints and the targets and caps as floats, or a one-line
+        BomcmcError: NumPy numbers (a seed from `rng.integers`) become Python ones, which
+        config.json and run.json can hold."""
+        self.chains, self.draws = integer("chains", self.chains), integer("draws", self.draws)
+        self.thin, self.seed = integer("thin", self.thin), integer("seed", self.seed, lo=0)
         self.warmup = integer("warmup", self.warmup, lo=0)
-        self.seed = integer("seed", self.seed, lo=0)
-        for name in ("chunk_seconds", "until_ess", "until_seconds", "init_jitter"):
-            if is_number(getattr(self, name)):
-                setattr(self, name, float(getattr(self, name)))
+        self.chunk_size = integer("chunk_size", self.chunk_size)
+        if self.max_grad is not None:
+            self.max_grad = integer("max_grad", self.max_grad)
+        if self.chain_block is not None:
+            self.chain_block = integer("chain_block", self.chain_block)
+        self.chunk_seconds, self.until_ess, self.until_seconds, self.init_jitter = (
+            float(v) if is_number(v) else v
+            for v in (self.chunk_seconds, self.until_ess, self.until_seconds, self.init_jitter))
+
+    def validate(self) -> None:
+        """`validate_counts`, then the fields' rules: a one-line BomcmcError for the first
+        bad field."""
+        self.validate_counts()
         if self.chain_block is not None and self.chains % self.chain_block:
             raise BomcmcError(f"chain_block ({self.chain_block}) must divide the chains "
                               f"({self.chains})")
