@@ -352,28 +352,6 @@ def test_esjd_reward_is_the_mean_rao_blackwellised_jump_over_sqrt_L():
     assert rewards.esjd({**ch, "num_steps": 9}) == pytest.approx(expected)
 
 
-def test_chees_reward_is_the_squared_change_of_squared_distance_and_ignores_antithetic_jumps():
-    """`rewards.chees` against its formula on draws. Draws that flip sign each move (x to -x,
-    as HMC at half a period of a Gaussian) earn 0 from it, though their squared jumps are
-    larger than fresh draws'; independent unit Gaussian draws in d dimensions earn
-    E[(|x'|² - |x|²)²] = 2 Var(χ²_d) = 4 d per move (L = 1)."""
-    rng = np.random.default_rng(4)
-    ch = _chunk(rng)
-    x = ch["positions"]
-    r2 = np.sum((x - x.mean(axis=(0, 1))) ** 2, axis=-1)
-    want = np.mean(np.diff(r2, axis=1) ** 2) / 3.0
-    assert rewards.chees({**ch, "num_steps": 9}) == pytest.approx(want)
-    d, n = 50, 400
-    x0 = rng.normal(size=(4, 1, d))
-    flips = x0 * (-1.0) ** np.arange(n)[None, :, None]  # x, -x, x, ...
-    fresh = rng.normal(size=(4, n, d))
-    plain = {"info": ch["info"], "num_steps": 1}
-    assert rewards.chees({**plain, "positions": flips}) == pytest.approx(0.0, abs=1e-9)
-    assert rewards.chees({**plain, "positions": fresh}) == pytest.approx(4 * d, rel=0.2)
-    assert np.mean(np.sum(np.diff(flips, axis=1) ** 2, -1)) > np.mean(
-        np.sum(np.diff(fresh, axis=1) ** 2, -1))  # the squared jumps rank them the other way
-
-
 def test_ess_per_grad_reward_uses_arviz():
     import arviz as az
 

@@ -116,7 +116,7 @@ ADAPTER_OPTIONS: dict[str, Schema] = {
 # ---------------------------------------------------------------------------------------
 # Default tuners' options (bomcmc.tuning)
 # ---------------------------------------------------------------------------------------
-_REWARDS = ("esjd", "chees", "ess", "acf")
+_REWARDS = ("esjd", "ess", "acf")
 EPS_BOUNDS = Option("eps_bounds", positive_float, None, "the step-size box (default: [ε₀/10, 10 ε₀] "
                                                "around Stan's heuristic ε₀)", nargs=2)
 STEPS_BOUNDS = Option("steps_bounds", positive_int, (1, 100), "the trajectory-length box", nargs=2)

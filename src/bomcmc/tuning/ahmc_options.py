@@ -12,7 +12,7 @@ BO_STEPS = 100  # k: BO steps during burn-in (Wang, Mohamed & de Freitas 2013 §
 DEFAULT_M = 10  # transitions per BO step when there is no burn-in (m = ⌊1000/100⌋)
 EPS_FACTORS = (0.1, 10.0)  # the relative ε box: [ε₀/10, 10 ε₀]
 MASS_WINDOWS = (0.10, 0.25, 0.50)  # metric windows, as fractions of the k burn-in BO steps
-REWARDS = ("esjd", "chees", "ess", "acf")
+REWARDS = ("esjd", "ess", "acf")
 ACF_MIN_DRAWS = 26  # the "acf" reward's l_min
 
 

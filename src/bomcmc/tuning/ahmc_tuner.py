@@ -81,7 +81,7 @@ class AHMCTuner(GPBanditTuner):
             (1 below 4 chains); 1: one shared setting (the paper).
         steps_cap: the first cap on L (8), doubled while the incumbent is near it; 0 or
             None: the whole box from the start (the paper).
-        reward: "esjd" (default), "chees", "ess" or "acf".
+        reward: "esjd" (default), "ess" or "acf".
         settle: end burn-in once the metric and the incumbent have settled (`settle`;
             the run's warmup="auto"), k BO steps at most; False: always the k steps.
         divergence_margin: after burn-in ε ≤ margin × the smallest ε that diverged under

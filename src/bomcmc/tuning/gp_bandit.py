@@ -110,7 +110,7 @@ class GPBanditTuner(Tuner):
     Args:
         eps_bounds: (lo, hi) for ε, searched on a log scale. Default (ε₀/100, 10ε₀).
         steps_bounds: (lo, hi) for L, searched continuously and rounded. Default (1, 100).
-        reward: "esjd", "chees", "ess", "acf" or a callable f(chunk) -> float (see `rewards`).
+        reward: "esjd", "ess", "acf" or a callable f(chunk) -> float (see `rewards`).
         reward_options: keyword options of a built-in reward (e.g. {"l_min": 26}).
         schedule: "inverse_sqrt" (p_i = max{i−k+1,1}^{−1/2}), "exponential"
             (exp(−λ(i−1))), "power" (i^{−power}) or a callable i -> p_i.

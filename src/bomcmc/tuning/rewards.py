@@ -7,8 +7,6 @@ and "step_size" (ε). A non-finite value means "no reward": the bandit never fee
 
 - "esjd" (default): Rao-Blackwellised expected squared jump distance per transition, / √L
   (Wang, Mohamed & de Freitas 2013 §3; the estimator of the authors' `ahmc.m`)
-- "chees": the change in squared distance from the mean between draws, / √L (the statistic
-  of Hoffman, Radul & Sountsov 2021's ChEES criterion), which a move to about −x does not earn
 - "ess": ESS per gradient evaluation, ArviZ bulk ESS over the chunk (Wang, Mohamed & de
   Freitas 2013 §5)
 - "acf": the robust auto-correlation-area objective h(X) with l_min (Mahendran 2011 §3.1.1;
@@ -65,25 +63,6 @@ def esjd(chunk: dict, divergence_rule: bool = True) -> float:
         return 0.0
     jumps = np.where(np.isfinite(jumps), jumps, 0.0)
     return float(jumps.mean() / np.sqrt(float(chunk["num_steps"])))
-
-
-def chees(chunk: dict, divergence_rule: bool = True) -> float:
-    """r = (1/(chains·(n−1))) Σ_c Σ_t (||x_{t+1} − m||² − ||x_t − m||²)² / √L, m the mean of
-    the chunk's draws: how much consecutive draws change the squared distance from the mean
-    (a rejection changes nothing), the statistic of Hoffman, Radul & Sountsov's (2021) ChEES
-    criterion, here from the draws rather than their proposals, and divided by √L as `esjd`
-    is. A jump from x to about −x, which `esjd` rewards most on a Gaussian (an integration
-    time of half a period), earns nothing: the second moments do not move (docs/benchmarks.md,
-    "Bulk ESS against the second moments"). A divergence scores the block 0, as in `esjd`."""
-    x = np.asarray(chunk["positions"], dtype=float)
-    if x.ndim != 3 or x.shape[1] < 2:
-        return float("nan")
-    if divergence_rule and any_divergence(chunk):
-        return 0.0
-    r2 = np.sum((x - x.mean(axis=(0, 1))) ** 2, axis=-1)  # (chains, n)
-    change = np.diff(r2, axis=1) ** 2
-    change = np.where(np.isfinite(change), change, 0.0)
-    return float(change.mean() / np.sqrt(float(chunk["num_steps"])))
 
 
 def ess_per_grad(chunk: dict, stat: str = "min", method: str = "bulk") -> float:
@@ -173,9 +152,8 @@ def energy_jump(chunk: dict) -> float:
     return float(np.mean(np.var(np.diff(lp, axis=1), axis=1)))
 
 
-REWARDS: dict[str, Callable] = {"esjd": esjd, "chees": chees, "ess": ess_per_grad,
-                                "acf": acf_area, "energy_acf": energy_acf,
-                                "energy_jump": energy_jump}
+REWARDS: dict[str, Callable] = {"esjd": esjd, "ess": ess_per_grad, "acf": acf_area,
+                                "energy_acf": energy_acf, "energy_jump": energy_jump}
 
 
 def get_reward(reward, **options) -> Callable[[dict], float]:
