@@ -2,10 +2,10 @@
 leaves out (docs/benchmarks.md, "Bulk ESS against the second moments").
 
     python benchmarks/second_moments.py [--posteriors logistic-german,gauss-iid-1000]
-        [--samplers ahmc,nuts] [--seeds 2] [--warmup 1000 --draws 1000]
+        [--samplers ahmc,nuts,ahmc:ess] [--seeds 2] [--warmup 1000 --draws 1000]
 
-Each run: 4 chains, float64, at the sampler's defaults. Printed per run, each the minimum
-over the coordinates: bulk ESS of x (what the benchmark tables report), tail ESS of x, and
+Each run: 4 chains, float64, at the sampler's defaults; `ahmc:R` is `ahmc` with the bandit's
+reward R (`reward=R`, e.g. `ess`). Printed per run, each the minimum over the coordinates: bulk ESS of x (what the benchmark tables report), tail ESS of x, and
 bulk ESS of (x - its mean)², each also per 1000 gradients with the warm-up's counted; the
 largest R-hat (rank-normalised, bulk and folded).
 
@@ -54,13 +54,16 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     warnings.simplefilter("ignore")
     for post in a.posteriors.split(","):
-        for sampler in a.samplers.split(","):
+        for entry in a.samplers.split(","):
+            sampler, _, reward = entry.partition(":")
+            options = {"reward": reward} if reward else {}
             for seed in range(a.seeds):
                 r = bomcmc.sample(posterior=post, sampler=sampler, chains=4, draws=a.draws,
-                                  warmup=a.warmup, seed=seed, progress=False, float64=True)
+                                  warmup=a.warmup, seed=seed, progress=False, float64=True,
+                                  **options)
                 f = figures(r)
                 e, g = f["ess"], f["per_1000"]
-                print(f"{post:18s} {sampler:5s} seed {seed}  min ESS bulk {e['bulk']:6.0f} "
+                print(f"{post:18s} {entry:10s} seed {seed}  min ESS bulk {e['bulk']:6.0f} "
                       f"tail {e['tail']:6.0f} squared {e['squared']:6.0f}  per 1000 gradients "
                       f"{g['bulk']:6.1f} {g['tail']:6.1f} {g['squared']:6.1f}  max R-hat "
                       f"{f['rhat']:.3f}", flush=True)
