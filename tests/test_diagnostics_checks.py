@@ -110,6 +110,24 @@ def test_crawling_run_warns_of_ess_and_acceptance():
     assert not [m for m in msgs if "divergent" in m or "never moved" in m]
 
 
+def test_a_flat_density_is_told_it_may_be_improper_and_a_proper_prior_removes_the_warning():
+    """A log density without a prior on x (flat everywhere): every proposal is accepted, and
+    the acceptance warning used to advise a larger step box (1e8 and up, which changes
+    nothing). With the log density equal at every draw it names the flat density instead;
+    the advice applied, a N(0, 10²) prior, leaves no acceptance or R-hat warning."""
+    import jax.numpy as jnp
+
+    run = dict(chains=4, draws=300, warmup=300, seed=0, progress=False, float64=True)
+    _, msgs, _ = _sampling_warnings(bomcmc.sample, lambda x: 0.0 * jnp.sum(x), jnp.zeros(2),
+                                    **run)
+    flat = _one(msgs, "mean acceptance")
+    assert "log density equal at every draw" in flat and "proper prior" in flat
+    assert "step" not in flat
+    _, msgs, _ = _sampling_warnings(bomcmc.sample, lambda x: -jnp.sum(x ** 2) / 200.0,
+                                    jnp.zeros(2), **run)
+    assert not [m for m in msgs if "mean acceptance" in m or "R-hat" in m], msgs
+
+
 # ---------------------------------------------------------------------------------------
 # InferenceData built to trigger one warning each
 # ---------------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ The thresholds are those Stan and ArviZ use:
   samplers, whose recorded energy is the weights' conditional given hyperparameters that a
   Gibbs draw changes between transitions;
 - mean acceptance under 0.05 or over 0.995: bomcmc's own bounds for a sampler that (almost)
-  never or always accepts, whose step size is far from useful;
+  never or always accepts, whose step size is far from useful (over 0.995 with the log
+  density equal at every draw: a flat density, perhaps improper);
 - a chain that never moved: every draw equal to the chain's first;
 - a run until precise that its cap stopped before its rule held.
 
@@ -387,11 +388,23 @@ def _acceptance(ss, totals: dict, ctx: Context | None = None) -> str | None:
     if mean < ACCEPT_MIN:
         return (f"mean acceptance {beside(mean, ACCEPT_MIN)} < {bound_text(ACCEPT_MIN)}: "
                 "almost every proposal was rejected; " + _advice.advise("accept_low", ctx))
+    if mean > ACCEPT_MAX and _flat(ss):  # no step is too small for a flat density
+        return (f"mean acceptance {beside(mean, ACCEPT_MAX)} > {bound_text(ACCEPT_MAX)} with the "
+                "log density equal at every draw: it is flat where the chains went, and a "
+                "density flat without bounds is improper; give every parameter a proper prior")
     if mean > ACCEPT_MAX:
         return (f"mean acceptance {beside(mean, ACCEPT_MAX)} > {bound_text(ACCEPT_MAX)}: "
                 "almost every proposal was accepted, so the step size is probably far too "
                 "small and the chains crawl; " + _advice.advise("accept_high", ctx))
     return None
+
+
+def _flat(ss) -> bool:
+    """The log density the same at every draw of every chain (to 1e-12 of its size)."""
+    lp = _stat(ss, "lp")
+    if lp is None or lp.size < 2 or not np.all(np.isfinite(lp)):
+        return False
+    return float(np.ptp(lp)) <= 1e-12 * max(1.0, float(np.max(np.abs(lp))))
 
 
 def _stuck(post, ctx: Context | None = None) -> str | None:
