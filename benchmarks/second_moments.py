@@ -5,9 +5,10 @@ leaves out (docs/benchmarks.md, "Bulk ESS against the second moments").
         [--samplers ahmc,nuts,ahmc:ess] [--seeds 2] [--warmup 1000 --draws 1000]
 
 Each run: 4 chains, float64, at the sampler's defaults; `ahmc:R` is `ahmc` with the bandit's
-reward R (`reward=R`, e.g. `ess`). Printed per run, each the minimum over the coordinates: bulk ESS of x (what the benchmark tables report), tail ESS of x, and
-bulk ESS of (x - its mean)², each also per 1000 gradients with the warm-up's counted; the
-largest R-hat (rank-normalised, bulk and folded).
+reward R (`reward=R`, e.g. `ess`). Printed per run, each the minimum over the coordinates:
+bulk ESS of x (what the benchmark tables report), tail ESS of x, and bulk ESS of
+(x - its mean)², each also per 1000 gradients with the warm-up's counted; the largest R-hat
+(rank-normalised, bulk and folded).
 
 A likely reason, reasoned and not measured here: on a Gaussian, an integration time near half
 a period maps x to about -x, a large jump, which a squared-jump reward favours and which makes
