@@ -138,3 +138,50 @@ def test_a_record_in_memory_equals_the_one_on_disk(tmp_path, monkeypatch):
                 assert x.dtype == y.dtype
             else:
                 assert x == y and type(x) is type(y), f
+
+
+def test_named_dims_keep_each_variable_whose_shape_fits():
+    """`Posterior.dims` reach ArviZ only where a variable's shape fits them; the rest keep
+    ArviZ's default names rather than failing the run's assembly."""
+    from types import SimpleNamespace
+
+    from bomcmc.driver.assemble import named_dims
+
+    source = SimpleNamespace(
+        dims={"a": ["k"], "b": ["k", None, None], "c": ["k", "t"], "d": ["k"], "e": ["t"],
+              "f": ["t", "t"], "g": ["k"]},
+        coords={"k": ["x", "y", "z"], "unused": [1]})
+    arrays = {"a": np.zeros((2, 5, 3)),     # fits
+              "b": np.zeros((2, 5, 3, 4)),  # an unnamed axis the variable lacks: trimmed
+              "c": np.zeros((2, 5, 3)),     # a named axis it lacks: default names
+              "d": np.zeros((2, 5, 2)),     # 2 entries, 3 labels
+              "e": np.zeros((2, 5, 4)),     # t: 4, the first to use it
+              "f": np.zeros((2, 5, 4, 4)),  # t named twice
+              "g": np.zeros((2, 5))}        # a scalar
+    dims, coords = named_dims(source, arrays, lead=2)
+    assert dims == {"a": ["k"], "b": ["k", "b_dim_1"], "e": ["t"]}
+    assert coords == {"k": ["x", "y", "z"]}
+    assert named_dims(SimpleNamespace(dims=None, coords=None), arrays, lead=2) == ({}, {})
+    assert named_dims(source, {"e": np.zeros((2, 5, 4)), "x": np.zeros((2, 5, 3)),
+                               "e2": np.zeros((2, 5, 5))}, lead=2)[0] == {"e": ["t"]}
+
+
+def test_a_posteriors_dims_and_coords_name_the_axes_labels_warnings_and_plots(tmp_path):
+    """A model's dims and coords name the InferenceData's axes (kept through the NetCDF
+    file and the warm-up group), and the warnings and trace plots label coordinates by them."""
+    import jax.numpy as jnp
+
+    from bomcmc.diagnostics import check_run
+    from bomcmc.diagnostics.plots import coordinates
+
+    post = bomcmc.Posterior(lambda p: -0.5 * jnp.sum(p["x"] ** 2), {"x": jnp.zeros(2)},
+                            dims={"x": ["side"]}, coords={"side": ["left", "right"]})
+    kw = {k: v for k, v in KW.items() if k != "posterior"}
+    res = bomcmc.sample(posterior=post, save_warmup=True, out=tmp_path / "run", **kw)
+    for idata in (res.idata, bomcmc.load(tmp_path / "run").idata):
+        for group in ("posterior", "warmup_posterior"):
+            assert idata[group]["x"].dims == ("chain", "draw", "side")
+            assert list(idata[group]["side"].values) == ["left", "right"]
+    assert [label for label, _ in coordinates(res.idata)] == ["x[left]", "x[right]"]
+    said = " ".join(check_run(res.idata))  # 15 draws: too few for the ESS bar
+    assert "x[left]" in said or "x[right]" in said, said

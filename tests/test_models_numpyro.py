@@ -453,3 +453,33 @@ def test_missing_values_the_model_masks_itself_are_not_refused():
             numpyro.sample("y", dist.Normal(mu, 1.0), obs=y, obs_mask=~np.isnan(y))
 
     assert "y_unobserved" in bomcmc.from_numpyro(imputed, y).init_position
+
+
+def test_plates_name_the_axes_as_arviz_names_them():
+    """`from_numpyro` names each site's axes by its plates, where ArviZ's `from_numpyro`
+    puts them (its `infer_dims`), nested plates, an LKJ factor and a simplex in a plate
+    included; the bounded model's observed site is named in both of its groups."""
+    from arviz.data.io_numpyro import infer_dims
+
+    def nested(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+        with numpyro.plate("g", 3, dim=-2):
+            with numpyro.plate("school", 8):
+                z = numpyro.sample("z", dist.Normal(0.0, 1.0))
+                theta = numpyro.deterministic("theta", mu + z)
+                numpyro.sample("y", dist.Normal(theta, 1.0), obs=y)
+            numpyro.sample("L", dist.LKJCholesky(4))
+            numpyro.sample("w", dist.Dirichlet(np.ones(5)))
+
+    y = np.zeros((3, 8))
+    ours = bomcmc.from_numpyro(nested, y).dims
+    named = {k: [d for d in v if d is not None] for k, v in ours.items()}
+    assert named == infer_dims(nested, (y,), {})
+    assert ours["L"] == ["g", None, None, None] and ours["z"] == ["g", "school"]
+    assert bomcmc.from_numpyro(ARGS["bounded"][0], *ARGS["bounded"][1]).dims == {"k": ["obs"]}
+
+
+def test_the_bounded_models_observed_site_is_named_by_its_plate(runs):
+    idata = runs["bounded"][0].idata
+    assert idata.observed_data["k"].dims == ("obs",)
+    assert idata.log_likelihood["k"].dims == ("chain", "draw", "obs")

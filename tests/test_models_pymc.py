@@ -76,3 +76,27 @@ def test_nan_in_observed_data_is_a_one_line_error_naming_the_variable_and_row():
         pm.Normal("y", mu, 1.0, observed=np.array([0.1, 0.2, np.inf, 0.3]))
     with pytest.raises(bomcmc.BomcmcError, match=r"observed variable 'y' holds inf at row 2"):
         bomcmc.from_pymc(m)
+
+
+def test_the_models_coords_and_dims_name_every_groups_axes(compilation_cache):
+    """A model's `coords=` and `dims=` name the axes of every group as PyMC's own
+    InferenceData names them, value variables under their random variables' dims where the
+    shapes agree (not the simplex's K − 1 entries), and the warnings label by the coords."""
+    schools = ["Choate", "Deerfield", "Exeter"]
+    with pm.Model(coords={"school": schools, "k": ["a", "b", "c"]}) as m:
+        tau = pm.HalfNormal("tau", 1.0, dims="school")
+        w = pm.Dirichlet("w", np.ones(3), dims="k")
+        pm.Deterministic("scale", tau * w[0], dims="school")
+        pm.Normal("y", 0.0, tau, observed=np.array([0.3, -1.2, 0.4]), dims="school")
+    res = bomcmc.sample(posterior=bomcmc.from_pymc(m), sampler="hmc", step_size=0.3, steps=3,
+                        chains=2, draws=15, warmup=10, seed=0, progress=False)
+    idata = res.idata
+    for group, name in [("posterior", "tau"), ("posterior", "scale"),
+                        ("unconstrained_posterior", "tau_log__"), ("observed_data", "y"),
+                        ("log_likelihood", "y")]:
+        assert idata[group][name].dims[-1] == "school", (group, name)
+        assert list(idata[group]["school"].values) == schools
+    assert idata.posterior["w"].dims[-1] == "k"
+    assert idata.unconstrained_posterior["w_simplex__"].dims[-1] == "w_simplex___dim_0"
+    said = " ".join(bomcmc.diagnostics.check_run(idata))  # 15 draws: too few for the ESS bar
+    assert any(f"[{s}]" in said for s in schools + ["a", "b", "c"]), said

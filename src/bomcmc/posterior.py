@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -71,6 +71,13 @@ class Posterior:
             `az.loo` and `az.waic`.
         observed_data: optional `{site: array}`, the observed values; the InferenceData's
             `observed_data` group.
+        dims, coords: optional names for the variables' axes, as ArviZ takes them: `dims`
+            maps a variable of any group (a constrained, unconstrained, observed or
+            log-likelihood name) to a name per axis after chain and draw (None leaves an axis
+            unnamed), `coords` a dimension's name to its labels. `from_pymc` passes the
+            model's `coords=` and `dims=`, `from_numpyro` its plates' names. Where a
+            variable's shape does not fit its dims (an unconstrained simplex is one entry
+            shorter), that variable keeps ArviZ's default names.
         mean, cov: the exact mean and covariance of the flat vector, where they are known
             (the Gaussians, the conjugate models of `models/hard.py`): tests and benchmarks
             measure errors against them.
@@ -101,6 +108,8 @@ class Posterior:
     chain_inits: PyTree | None = None
     log_likelihood_fn: Callable[[PyTree], dict] | None = None
     observed_data: Mapping[str, Any] | None = None
+    dims: Mapping[str, Sequence[str | None]] | None = None
+    coords: Mapping[str, Sequence[Any]] | None = None
     mean: np.ndarray | None = None
     cov: np.ndarray | None = None
     metric_fn: Callable[[jax.Array], jax.Array] | np.ndarray | None = None

@@ -272,9 +272,11 @@ def _fixed_points(ss, ctx: Context | None = None) -> str | None:
             "may be biased; " + _advice.advise("fixed_points", ctx))
 
 
-def coordinate_labels(name: str, shape: tuple) -> list[str]:
-    """"x" for a scalar, else "beta[0]", "L[1,0]", ... for each coordinate in ravel order."""
-    return [name] if not shape else [f"{name}[{','.join(map(str, i))}]"
+def coordinate_labels(name: str, shape: tuple, axes: list | None = None) -> list[str]:
+    """"x" for a scalar, else "beta[0]", "L[1,0]", ... for each coordinate in ravel order
+    (with `axes`, each axis's labels, a model's coords: "theta[A]")."""
+    axes = axes or [range(n) for n in shape]
+    return [name] if not shape else [f"{name}[{','.join(str(a[j]) for a, j in zip(axes, i))}]"
                                      for i in np.ndindex(shape)]
 
 
@@ -286,7 +288,7 @@ def _coords(ds, still: dict) -> tuple[np.ndarray, np.ndarray, list[str]]:
         v = np.asarray(ds[name].values, dtype=float)
         values.append(v.ravel())
         fixed.append(np.broadcast_to(still[name], v.shape).ravel())
-        labels += coordinate_labels(name, v.shape)
+        labels += coordinate_labels(name, v.shape, [ds[name][d].values for d in ds[name].dims])
     if not values:
         return np.zeros(0), np.zeros(0, bool), []
     return np.concatenate(values), np.concatenate(fixed), labels

@@ -70,6 +70,7 @@ def coordinates(idata, max_coords: int | None = None) -> Iterator[tuple[str, np.
         if x.ndim < 2:
             continue
         shape = x.shape[2:]
+        axes = [post[name][d].values for d in post[name].dims[2:]]  # the model's coords
         flat = x.reshape(x.shape[0], x.shape[1], -1)
         for i in range(flat.shape[2]):
             if max_coords is not None and n >= max_coords:
@@ -78,7 +79,7 @@ def coordinates(idata, max_coords: int | None = None) -> Iterator[tuple[str, np.
                 label = str(name)
             else:
                 idx = np.unravel_index(i, shape)
-                label = f"{name}[{', '.join(str(int(j)) for j in idx)}]"
+                label = f"{name}[{', '.join(str(a[j]) for a, j in zip(axes, idx))}]"
             yield label, flat[:, :, i]
             n += 1
 

@@ -97,10 +97,14 @@ def assemble(run: Run, store, wall_total: float):
         warmup = dict(warmup_posterior=(warm_constrained if warm_constrained is not None
                                         else flat.split(warm_pos)),
                       warmup_sample_stats=warm_stats, save_warmup=True)
-    idata = az.from_dict(posterior=constrained if constrained is not None else posterior,
-                         sample_stats=sample_stats, attrs=attrs, **warmup)
+    shown = constrained if constrained is not None else posterior
+    dims, coords = named_dims(flat.source, shown, lead=2)
+    idata = az.from_dict(posterior=shown, sample_stats=sample_stats, attrs=attrs,
+                         dims=dims, coords=coords, **warmup)
     if constrained is not None:
-        idata.add_groups(unconstrained_posterior=az.dict_to_dataset(posterior, library=None))
+        dims, coords = named_dims(flat.source, posterior, lead=2)
+        idata.add_groups(unconstrained_posterior=az.dict_to_dataset(
+            posterior, library=None, dims=dims, coords=coords))
     add_model_groups(idata, flat, positions)
     idata.posterior.attrs.update(attrs)  # group attrs survive every NetCDF round trip
     surface = run.tuner.surface()
@@ -148,11 +152,40 @@ def add_model_groups(idata, flat, positions: np.ndarray) -> None:
 
     observed = flat.source.observed_data
     if observed is not None:
+        observed = {k: np.asarray(v) for k, v in observed.items()}
+        dims, coords = named_dims(flat.source, observed, lead=0)
         idata.add_groups(observed_data=az.dict_to_dataset(
-            {k: np.asarray(v) for k, v in observed.items()}, library=None, default_dims=[]))
+            observed, library=None, default_dims=[], dims=dims, coords=coords))
     loglik = flat.log_likelihood(positions)
     if loglik is not None:
-        idata.add_groups(log_likelihood=az.dict_to_dataset(loglik, library=None))
+        dims, coords = named_dims(flat.source, loglik, lead=2)
+        idata.add_groups(log_likelihood=az.dict_to_dataset(
+            loglik, library=None, dims=dims, coords=coords))
+
+
+def named_dims(source, arrays: dict, lead: int) -> tuple[dict, dict]:
+    """ArviZ's (dims, coords) for one group's arrays, whose first `lead` axes are chain and
+    draw: the posterior's `dims` and `coords` (`Posterior.dims`) for each variable whose
+    shape fits them. A variable with more named axes than it has, a dimension named twice,
+    or an axis whose length differs from its dimension's labels or from another variable's
+    axis of that name keeps ArviZ's default names (`theta_dim_0`)."""
+    if not source.dims:
+        return {}, {}
+    coords = {k: list(v) for k, v in (source.coords or {}).items() if v is not None}
+    sizes = {k: len(v) for k, v in coords.items()}
+    out = {}
+    for name, value in arrays.items():
+        shape, want = np.shape(value)[lead:], list(source.dims.get(name) or [])
+        while len(want) > len(shape) and want[-1] is None:
+            want.pop()  # unnamed event axes the unconstrained variable lacks
+        named = [(d, n) for d, n in zip(want, shape) if d is not None]
+        if (not named or len(want) > len(shape) or len({d for d, _ in named}) < len(named)
+                or any(sizes.get(d, n) != n for d, n in named)):
+            continue
+        sizes.update(named)
+        out[name] = [d if d is not None else f"{name}_dim_{i}" for i, d in enumerate(want)]
+    used = {d for ds in out.values() for d in ds}
+    return out, {k: v for k, v in coords.items() if k in used}
 
 
 def add_tuning_group(idata, history: list[dict], state: dict,

@@ -109,8 +109,29 @@ def from_numpyro(model, *args, **kwargs) -> Posterior:
         constrain=postprocess_fn,
         log_likelihood_fn=loglik if observed else None,
         observed_data=observed or None,
+        dims=_plate_dims(info.model_trace) or None,
         data=data,
     )
+
+
+def _plate_dims(trace) -> dict:
+    """Each sample or deterministic site's axes named by the plates it sits in (a plate at
+    dim −k names the k-th batch axis from the right, before the distribution's event axes),
+    as ArviZ's `from_numpyro` names them; other axes None."""
+    dims = {}
+    for name, site in trace.items():
+        if site["type"] not in ("sample", "deterministic") or not site["cond_indep_stack"]:
+            continue
+        shape = np.shape(site["value"])
+        batch = len(shape) - (getattr(site.get("fn"), "event_dim", 0) or 0)
+        axes = [None] * len(shape)
+        for frame in site["cond_indep_stack"]:
+            axis = batch + frame.dim
+            if 0 <= axis < batch and shape[axis] == frame.size:
+                axes[axis] = frame.name
+        if any(axes):
+            dims[name] = axes
+    return dims
 
 
 def _arguments_as_data(dynamic_potential, args, kwargs, init):

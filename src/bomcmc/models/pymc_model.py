@@ -96,7 +96,20 @@ def from_pymc(model) -> Posterior:
         constrain=constrain,
         log_likelihood_fn=loglik if pointwise is not None else None,
         observed_data=observed or None,
+        dims=_dims(model) or None,
+        coords=dict(model.coords) or None,
     )
+
+
+def _dims(model) -> dict:
+    """The model's `dims=` per variable, and its value variables under their random
+    variables' dims (`tau_log__` as `tau`), as PyMC's own InferenceData names them."""
+    dims = {k: list(v) for k, v in model.named_vars_to_dims.items()}
+    for value in model.value_vars:
+        rv = model.values_to_rvs[value].name
+        if rv in dims:
+            dims.setdefault(value.name, dims[rv])
+    return dims
 
 
 def _check_data(model, name: str, find_observations) -> None:
