@@ -189,3 +189,38 @@ def test_the_default_buffer_holds_a_whole_super_transition_up_to_its_cap():
     assert super_transition_draws(sampler, default_bounds) == 500
     assert super_transition_draws(sampler, SamplerConfig({}, None, {}, {})) is None
     assert super_transition_draws(neal_sampler(model), SamplerConfig({}, None, {}, None)) is None
+
+
+class _Stop(Exception):
+    """Raised in place of pre-training: the fit has chosen its seed by then."""
+
+
+def _stopped(used):
+    def starts(self, model):
+        used.append(self.seed_)
+        raise _Stop
+    return starts
+
+
+X_TINY, Y_TINY = np.linspace(-1, 1, 20)[:, None], np.sin(np.linspace(-1, 1, 20))
+
+
+def test_random_state_is_scikit_learns_name_for_the_seed(monkeypatch):
+    """`random_state` (an int, or a RandomState drawing one) sets the fit's seed where given,
+    as scikit-learn's estimators take it; None leaves it to `seed`; a bad value is a one-line
+    error before anything runs."""
+    from bomcmc.bnn import estimator
+
+    used = []
+    monkeypatch.setattr(estimator.BayesianMLPBase, "_starts",
+                        _stopped(used))
+    for kw, want in [({}, 0), ({"seed": 5}, 5), ({"random_state": 7}, 7),
+                     ({"seed": 5, "random_state": 7}, 7),
+                     ({"random_state": np.random.RandomState(3)},
+                      np.random.RandomState(3).randint(2**31 - 1))]:
+        with pytest.raises(_Stop):
+            BayesianMLPRegressor(**kw).fit(X_TINY, Y_TINY)
+        assert used[-1] == want, kw
+    with pytest.raises(ValueError, match="random_state must be an integer"):
+        BayesianMLPRegressor(random_state="0").fit(X_TINY, Y_TINY)
+    assert BayesianMLPRegressor(random_state=3).get_params()["random_state"] == 3

@@ -33,8 +33,8 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
     Args:
         hidden, prior, activation, sampler, folds, chains, super_transitions, budget,
         burn_in, eps_bounds, steps_bounds, divergence_margin, step_size, steps, window,
-        nuts_warmup, pretrain_steps, seed, out, progress, overwrite, shard_data, until_ess: as
-            `BayesianMLPRegressor` (there is no noise).
+        nuts_warmup, pretrain_steps, seed, out, progress, overwrite, shard_data, until_ess,
+            random_state: as `BayesianMLPRegressor` (there is no noise).
 
     A scikit-learn classifier: `classes_` holds the labels, `score` is the accuracy,
     `test_error` the misclassification rate, `predict_proba` the predictive probabilities
@@ -52,7 +52,8 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
                  nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
                  progress: bool | None = None, overwrite: bool = False,
-                 shard_data: bool = False, until_ess: float | None = None):
+                 shard_data: bool = False, until_ess: float | None = None,
+                 random_state: int | np.random.RandomState | None = None):
         self.hidden = hidden
         self.prior, self.activation = prior, activation
         self.sampler, self.folds, self.chains = sampler, folds, chains
@@ -64,6 +65,7 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out
         self.progress, self.overwrite = progress, overwrite
         self.shard_data, self.until_ess = shard_data, until_ess
+        self.random_state = random_state
 
     def _likelihood(self, y) -> str:
         return "binary" if len(self.classes_) == 2 else "class"

@@ -143,7 +143,7 @@ class BayesianMLPBase(BaseEstimator):
             return None
         from .pretrain import pretrain
 
-        return pretrain(model, jax.random.PRNGKey(self.seed), steps=self.pretrain_steps,
+        return pretrain(model, jax.random.PRNGKey(self.seed_), steps=self.pretrain_steps,
                         chains=int(self.chains)).position
 
     def _sampler_and_posterior(self, model, starts):
@@ -195,6 +195,7 @@ class BayesianMLPBase(BaseEstimator):
         from ..driver import api as _run
 
         default_compilation_cache()  # before pre-training, whose programs it then keeps too
+        self.seed_ = self._seed()
         model = checked(self._model, X, y)
         sampler, post, kw, cv = self._sampler_and_posterior(model, self._starts(model))
         if self.until_ess is not None:  # until the predictions are precise, after burn-in
@@ -214,7 +215,7 @@ class BayesianMLPBase(BaseEstimator):
         with warnings.catch_warnings():  # judged below, on the kept draws in function space
             warnings.simplefilter("ignore", SamplingWarning)
             result = _run.sample(posterior=post, sampler=sampler, chains=int(self.chains),
-                                 draws=draws, warmup=warmup, seed=int(self.seed), out=out,
+                                 draws=draws, warmup=warmup, seed=self.seed_, out=out,
                                  progress=self.progress, overwrite=self.overwrite,
                                  shard_data=bool(self.shard_data), checks=False,
                                  max_grad=max_grad, **kw)
@@ -229,13 +230,19 @@ class BayesianMLPBase(BaseEstimator):
             self._save(Path(self.out), X, y)
         return self
 
+    def _seed(self) -> int:
+        """`random_state` where given (a RandomState draws an int), else `seed`."""
+        rs = self.random_state
+        if isinstance(rs, np.random.RandomState):
+            return int(rs.randint(2**31 - 1))
+        return int(self.seed) if rs is None else _check_int("random_state", rs, 0)
+
     def _judge(self, result, max_grad) -> None:
         """Record in the run what its checks judge (`diagnostics.checks`): the burn-in draws
         (posterior attr `burn_in_draws`) and the function-space group (predictions at the
-        training inputs, the fold networks' mean for "ahmc_cv", and the log-likelihood of
-        the training data, per draw); rewrite the run's idata.nc with them, so `bomcmc
-        summary` judges the same draws; warn (`SamplingWarning`) of each problem of the
-        kept draws."""
+        training inputs, the fold networks' mean for "ahmc_cv", and the training data's
+        log-likelihood, per draw); rewrite idata.nc with them, so `bomcmc summary` judges the
+        same draws; warn (`SamplingWarning`) of each problem of the kept draws."""
         from ..diagnostics.checks import BURN_IN, FUNCTION_SPACE, check_run
 
         idata = result.idata
@@ -280,8 +287,7 @@ class BayesianMLPBase(BaseEstimator):
         return True
 
     def _function_space(self, idata):
-        """The predictions at the training inputs and the training log-likelihood of every
-        draw (`function_space.dataset`)."""
+        """Every draw's predictions at the training inputs and training log-likelihood."""
         from .function_space import dataset
 
         return dataset(self.model_, self.cv_, idata, flat_draws(idata))
@@ -346,6 +352,7 @@ class BayesianMLPBase(BaseEstimator):
     def _save(self, out: Path, X, y) -> None:
         params = {k: (list(v) if isinstance(v, tuple) else v)
                   for k, v in self.get_params().items() if k not in ("out",)}
+        params.update(seed=self.seed_, random_state=None)  # the seed used: `load` refits alike
         info = {"params": params, "n_grad": self.n_grad_, "wall_s": self.wall_s_,
                 "first_draw": int(self.idata_.posterior.draw.values[0]), **self._state()}
         atomic_write(out / "train.npz", lambda tmp: _write_npz(
@@ -376,6 +383,7 @@ class BayesianMLPBase(BaseEstimator):
         params["hidden"] = tuple(params["hidden"])
         est = cls(**params, out=out)
         est._restore(info)
+        est.seed_ = int(params["seed"])
         X, y = data["X"], data["y"]
         est.n_features_in_ = X.shape[1]
         est.model_ = est._model(X, y)

@@ -43,7 +43,10 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         noise: the noise prior ("0.05:0.5": a Gamma hyperprior; "0.1": fixed σ = 0.1).
         sampler: one of "ahmc_cv", "ahmc_gibbs", "neal_gibbs", "nuts", "nuts_gibbs",
             "dyn_a", "dyn_b" (`bnn/estimator.py`). folds: K for "ahmc_cv".
-        chains: independent chains (vmapped). seed: the run's seed.
+        chains: independent chains (vmapped). seed: the run's seed. random_state:
+            scikit-learn's name for it, which wins where given: an int is the seed, a
+            `numpy.random.RandomState` draws one; None (the default) leaves it to `seed`.
+            `seed_` is the seed a fit used.
         super_transitions, budget: the leapfrog budget per chain (their product).
         burn_in: fraction of the budget whose draws are discarded (with `until_ess`, of
             the sampling's gradients so far).
@@ -85,7 +88,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
                  nuts_warmup: int = 300,
                  pretrain_steps: int = 2000, seed: int = 0, out: str | os.PathLike | None = None,
                  progress: bool | None = None, overwrite: bool = False,
-                 shard_data: bool = False, until_ess: float | None = None):
+                 shard_data: bool = False, until_ess: float | None = None,
+                 random_state: int | np.random.RandomState | None = None):
         self.hidden = hidden
         self.prior, self.noise, self.activation = prior, noise, activation
         self.sampler, self.folds, self.chains = sampler, folds, chains
@@ -97,6 +101,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         self.pretrain_steps, self.seed, self.out = pretrain_steps, seed, out
         self.progress, self.overwrite = progress, overwrite
         self.shard_data, self.until_ess = shard_data, until_ess
+        self.random_state = random_state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
