@@ -57,15 +57,16 @@ RUNS = {
 # the warnings a family can raise (no trees but NUTS's, no fixed points but RMHMC's, no
 # divergences nor energy for spin samplers)
 WARNINGS = {
-    "continuous": ("divergences", "rhat", "ess", "ebfmi", "accept_low", "accept_high", "stuck"),
+    "continuous": ("divergences", "rhat", "ess", "ebfmi", "accept_low", "accept_high", "stuck",
+                   "too_few"),
     "rmhmc": ("divergences", "rhat", "ess", "accept_low", "accept_high", "stuck",
-              "fixed_points"),
-    "spins": ("rhat", "ess", "accept_low", "accept_high", "stuck"),
+              "fixed_points", "too_few"),
+    "spins": ("rhat", "ess", "accept_low", "accept_high", "stuck", "too_few"),
 }
 NEEDLES = {"divergences": "divergent", "rhat": "R-hat", "ess": "ESS min",
            "tree_depth": "tree depth", "ebfmi": "E-BFMI", "accept_low": "mean acceptance",
            "accept_high": "mean acceptance", "stuck": "never moved",
-           "fixed_points": "fixed-point"}
+           "fixed_points": "fixed-point", "too_few": "too few for R-hat"}
 
 
 def _stats(problem: str, chains: int = CHAINS, draws: int = DRAWS, seed: int = 0):
@@ -96,6 +97,8 @@ def _stats(problem: str, chains: int = CHAINS, draws: int = DRAWS, seed: int = 0
     elif problem == "fixed_points":
         ss["fixed_point_failed"] = np.zeros((chains, draws), bool)
         ss["fixed_point_failed"][:, ::5] = True
+    elif problem == "too_few":
+        x, ss = x[:, :3], {k: v[:, :3] for k, v in ss.items()}
     return x, ss
 
 
@@ -217,7 +220,8 @@ def test_every_warnings_advice_is_accepted_as_printed(name, interface, dry):
 # Networks: the estimators' parameters and `bomcmc bnn fit`'s flags
 # ---------------------------------------------------------------------------------------
 NETWORKS = ("neal_gibbs", "ahmc_gibbs", "ahmc_cv", "nuts_gibbs", "nuts")
-NETWORK_WARNINGS = ("divergences", "rhat", "ess", "accept_low", "accept_high", "stuck")
+NETWORK_WARNINGS = ("divergences", "rhat", "ess", "accept_low", "accept_high", "stuck",
+                    "too_few")
 
 
 def _regressor(sampler: str):
@@ -353,6 +357,21 @@ def test_applying_the_advice_removes_the_warning(family, compilation_cache):
     before = _warned(bomcmc.sample, **kw)
     after = _warned(bomcmc.sample, **{**kw, **_first_remedy(before, needle)})
     assert not [m for m in after if needle in m], after
+
+
+def test_a_run_of_three_draws_is_told_it_is_too_short_to_judge_and_the_advice_fixes_it(
+        compilation_cache):
+    """Three draws per chain: R-hat and ESS are undefined, and the acceptance of a handful of
+    transitions says nothing (this run warned of a step "far too small" before). The one
+    warning besides divergences says so; the advised draws leave no such warning."""
+    kw = dict(posterior="gauss-iid-2", sampler="hmc", step_size=0.01, steps=1, chains=2,
+              draws=3, warmup=0, seed=0, progress=False)
+    before = _warned(bomcmc.sample, **kw)
+    assert len(before) == 1 and "3 draws per chain < 4" in before[0], before
+    remedy = _first_remedy(before, "too few")
+    assert remedy == {"draws": 1000}
+    after = _warned(bomcmc.sample, **{**kw, **remedy})
+    assert not [m for m in after if "too few" in m] and after, after  # the crawl is told
 
 
 def test_applying_the_estimators_advice_removes_the_warning(compilation_cache):

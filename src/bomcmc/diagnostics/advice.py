@@ -15,9 +15,8 @@ sampler fixes the problem, the advice names what does: more draws, a reparameter
 another sampler that takes the same posterior (`_OTHER`: spin systems get another IM
 sampler, never an HMC one).
 
-Each remedy is printed between backticks, so that it can be pasted as it is: `step_size=0.05`
-after `sample(...`'s other arguments, `--step-size 0.05` on the `bomcmc sample` line,
-`step_size=0.05` in `set_params`.
+Each remedy is printed between backticks, to be pasted as it is: `step_size=0.05` after
+`sample(...`'s other arguments, `--step-size 0.05` on the `bomcmc sample` line, or in `set_params`.
 """
 
 from __future__ import annotations
@@ -250,6 +249,14 @@ def _longer(ctx: Context, factor: float, warmup: bool) -> list[tuple[str, dict]]
     return [("a longer warm-up and more draws" if warmup else "more draws", remedy)]
 
 
+def _enough(ctx: Context) -> list[tuple[str, dict]]:
+    """The default length (1000 draws, 100 super-transitions), or twice the run's."""
+    if ctx.interface in (ESTIMATOR, BNN_FIT):
+        s = int(_current(ctx, "super_transitions") or 100)
+        return [("a longer run", {"super_transitions": max(100, 2 * s)})]
+    return [("more draws", {"draws": max(1000, 2 * int(ctx.run.get("draws") or 0))})]
+
+
 def _cap(ctx: Context) -> list[tuple[str, dict]]:
     """A run until precise's cap raised by the warning's factor (`checks`): the draws, the
     seconds where those stopped it, or an estimator's super-transitions."""
@@ -356,6 +363,7 @@ _CANDIDATES: dict[str, tuple] = {
     "fixed_points": (_knob("fixed_point_steps", "more fixed-point iterations",
                            _more_fixed_point_steps), lambda c: _step(c, SMALLER)),
     "until_cap": (_cap, lambda c: _other(c, "until_cap")),
+    "too_few": (_enough,),
 }
 
 # what fixes a problem when no option does
@@ -370,6 +378,7 @@ _ELSE = {
     "stuck": "check the log density at the initial point",
     "fixed_points": "reparameterise the posterior",
     "until_cap": "ask for less precision (a smaller until_ess)",
+    "too_few": "run at least 4 draws per chain",
 }
 
 # divergences at a hard boundary (driver/boundary.py), which no option of a sampler removes
@@ -395,7 +404,7 @@ def remedies(problem: str, ctx: Context, most: int = 2) -> list[tuple[str, dict]
 def advise(problem: str, ctx: Context | None, **facts) -> str:
     """"try <what> (`<remedy>`) or ...; otherwise <what fixes it>": the advice of a warning
     about `problem` ("divergences", "rhat", "ess", "tree_depth", "ebfmi", "accept_low",
-    "accept_high", "stuck", "fixed_points", "until_cap"); `facts`: ess_factor (how many
+    "accept_high", "stuck", "fixed_points", "until_cap", "too_few"); `facts`: ess_factor (how many
     times more draws the ESS needs), seconds (the seconds cap that stopped a run)."""
     ctx = ctx or Context()
     if "ess_factor" in facts:

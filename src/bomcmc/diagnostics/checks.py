@@ -25,10 +25,12 @@ The thresholds are those Stan and ArviZ use:
   never or always accepts, whose step size is far from useful (over 0.995 with the log
   density equal at every draw: a flat density, perhaps improper);
 - a chain that never moved: every draw equal to the chain's first;
+- fewer than 4 draws per chain, where R-hat and ESS are not defined: only this and the
+  divergences are reported;
 - a run until precise that its cap stopped before its rule held.
 
 Each message prints a value next to its bound with as many significant figures as it takes to
-show on which side of the bound it lies (`beside`): R-hat 1.011 prints as "1.011 > 1.01",
+show on which side of the bound it lies (`wording.beside`): R-hat 1.011 prints as "1.011 > 1.01",
 never as "1.01 > 1.01".
 
 A network run is judged in function space: where its InferenceData holds the group
@@ -56,6 +58,7 @@ import numpy as np
 from . import advice as _advice
 from .advice import Context
 from .stillness import constant, frozen, stuck_chains
+from .wording import beside, bound_text
 
 RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
@@ -63,30 +66,10 @@ TREE_DEPTH_SHARE_MAX = 0.01
 EBFMI_MIN = 0.3
 ACCEPT_MIN = 0.05
 ACCEPT_MAX = 0.995
+MIN_DRAWS = 4  # per chain: split R-hat and ESS need 4 (ArviZ's are NaN below)
 FIXED_POINT_SHARE_MAX = 0.05  # RMHMC: transitions whose implicit steps did not converge
 FUNCTION_SPACE = "function_space"  # a network run's identified quantities (`function_space`)
 BURN_IN = "burn_in_draws"  # posterior attr: the first draws a run discards (`kept`)
-
-
-def beside(value: float, bound: float, percent: bool = False) -> str:
-    """`value` with the fewest significant figures (at least 3; in per cent, decimals, at
-    least 1) whose rounding lies on the same side of `bound` as the value itself, so
-    "1.011 > 1.01" and "99.96 < 100" read right; `percent`: both are fractions, the value
-    is printed in per cent."""
-    v, b = (100 * float(value), 100 * float(bound)) if percent else (float(value), float(bound))
-    if not np.isfinite(v):
-        return f"{v}{'%' if percent else ''}"
-    side = np.sign(v - b)
-    for digits in range(1 if percent else 3, 17):
-        text = f"{v:.{digits}f}" if percent else f"{v:.{digits}g}"
-        if np.sign(float(text) - b) == side:
-            break
-    return text + ("%" if percent else "")
-
-
-def bound_text(bound: float, percent: bool = False) -> str:
-    """A threshold as the messages print it (`:g`, or per cent)."""
-    return f"{100 * bound:g}%" if percent else f"{bound:g}"
 
 
 class SamplingWarning(UserWarning):
@@ -193,6 +176,9 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
     if totals is None:
         totals = json.loads(idata.posterior.attrs.get("totals", "{}"))
     idata, totals = kept(idata, totals)
+    if (n := idata.posterior.sizes.get("draw", 0)) < MIN_DRAWS:  # nothing else is judged yet
+        return [m for m in (_divergences(_sample_stats(idata), totals, ctx), _too_few(n, ctx))
+                if m]
     judged = function_space(idata)
     if judged is not None:
         conv = convergence(idata, FUNCTION_SPACE, mcse=False)
@@ -217,6 +203,12 @@ def check_run(idata, totals: dict | None = None, figures: dict | None = None,
             _until(totals, ctx),
         ]
     return [m for m in msgs if m]
+
+
+def _too_few(n_draws: int, ctx: Context | None = None) -> str:
+    return (f"{n_draws} draws per chain < {MIN_DRAWS}: too few for R-hat and ESS (Vehtari et al. "
+            "2021), so whether the chains converged is not judged; "
+            + _advice.advise("too_few", ctx))
 
 
 def _until(totals: dict, ctx: Context | None = None) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 
@@ -98,14 +99,16 @@ def assemble(run: Run, store, wall_total: float):
                                         else flat.split(warm_pos)),
                       warmup_sample_stats=warm_stats, save_warmup=True)
     shown = constrained if constrained is not None else posterior
-    dims, coords = named_dims(flat.source, shown, lead=2)
-    idata = az.from_dict(posterior=shown, sample_stats=sample_stats, attrs=attrs,
-                         dims=dims, coords=coords, **warmup)
-    if constrained is not None:
-        dims, coords = named_dims(flat.source, posterior, lead=2)
-        idata.add_groups(unconstrained_posterior=az.dict_to_dataset(
-            posterior, library=None, dims=dims, coords=coords))
-    add_model_groups(idata, flat, positions)
+    with warnings.catch_warnings():  # the arrays are (chain, draw, ...) whatever their sizes
+        warnings.filterwarnings("ignore", "More chains", UserWarning)
+        dims, coords = named_dims(flat.source, shown, lead=2)
+        idata = az.from_dict(posterior=shown, sample_stats=sample_stats, attrs=attrs,
+                             dims=dims, coords=coords, **warmup)
+        if constrained is not None:
+            dims, coords = named_dims(flat.source, posterior, lead=2)
+            idata.add_groups(unconstrained_posterior=az.dict_to_dataset(
+                posterior, library=None, dims=dims, coords=coords))
+        add_model_groups(idata, flat, positions)
     idata.posterior.attrs.update(attrs)  # group attrs survive every NetCDF round trip
     surface = run.tuner.surface()
     if history or surface is not None:
