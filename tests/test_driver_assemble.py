@@ -168,7 +168,8 @@ def test_named_dims_keep_each_variable_whose_shape_fits():
 
 def test_a_posteriors_dims_and_coords_name_the_axes_labels_warnings_and_plots(tmp_path):
     """A model's dims and coords name the InferenceData's axes (kept through the NetCDF
-    file and the warm-up group), and the warnings and trace plots label coordinates by them."""
+    file and the warm-up group), and the warnings, the summary table and the trace plots
+    label coordinates by them."""
     import jax.numpy as jnp
 
     from bomcmc.diagnostics import check_run
@@ -185,3 +186,10 @@ def test_a_posteriors_dims_and_coords_name_the_axes_labels_warnings_and_plots(tm
     assert [label for label, _ in coordinates(res.idata)] == ["x[left]", "x[right]"]
     said = " ".join(check_run(res.idata))  # 15 draws: too few for the ESS bar
     assert "x[left]" in said or "x[right]" in said, said
+    summary = bomcmc.summarize(res.idata)
+    assert summary["variables"]["x"]["coords"] == ["left", "right"]
+    table = bomcmc.diagnostics.format_table(summary)
+    assert "x[left]" in table and "x[right]" in table and "x[0]" not in table, table
+    plain = bomcmc.summarize(bomcmc.sample(**KW).idata)  # default labels: none recorded
+    assert "coords" not in plain["variables"]["x"]
+    assert "x[1]" in bomcmc.diagnostics.format_table(plain)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import product
 
 import numpy as np
 
@@ -139,7 +140,8 @@ def summarize(idata, totals: dict | None = None, context=None,
 
 def _variables(ds, conv: dict) -> dict:
     """Per variable of a Dataset (chain, draw, ...): mean, sd, MCSE, bulk/tail ESS, R-hat;
-    NaN ESS and MCSE for a coordinate that never moved."""
+    NaN ESS and MCSE for a coordinate that never moved; where its axes carry a model's
+    coords, "coords": each coordinate's labels in ravel order ("Choate", "1,b")."""
     ess_bulk, ess_tail, mcse, rhat = (conv["ess_bulk"], conv["ess_tail"], conv["mcse_mean"],
                                       conv["r_hat"])
     still = frozen(ds)
@@ -158,6 +160,9 @@ def _variables(ds, conv: dict) -> dict:
             "ess_tail": undefined(ess_tail[name].values),
             "r_hat": rhat[name].values if rhat is not None else np.full(x.shape[2:], np.nan),
         }
+        axes = [x[d].values for d in x.dims[2:]]
+        if any(not np.array_equal(a, np.arange(len(a))) for a in axes):  # a model's coords
+            variables[name]["coords"] = [",".join(map(str, c)) for c in product(*axes)]
     return variables
 
 
@@ -219,12 +224,13 @@ def format_table(summary: dict, max_rows: int = 40) -> str:
     for group, mark in groups:
         for name, s in group.items():
             arrs = {k: np.asarray(v, dtype=object).ravel() for k, v in s.items()
-                    if k != "identifiable"}
+                    if k not in ("identifiable", "coords")}
+            labels = s.get("coords") or range(len(arrs["mean"]))
             n = len(arrs["mean"])
             for i in range(n):
                 if len(rows) >= max_rows:
                     break
-                label = (name if n == 1 else f"{name}[{i}]") + mark
+                label = (name if n == 1 else f"{name}[{labels[i]}]") + mark
                 rows.append([label] + [cell(arrs[key][i], d) for _, key, d in COLUMNS])
     header = ["variable"] + [title for title, _, _ in COLUMNS]
     widths = [max(len(r[j]) for r in rows + [header]) for j in range(len(header))]
