@@ -189,3 +189,31 @@ def test_cli_refuses_an_option_of_another_sampler(tmp_path, capsys):
                      "--dense-mass", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "does not take --dense-mass" in err
+
+
+def test_a_misspelt_or_foreign_argument_is_told_the_name_it_meant_and_that_name_works():
+    """`draw=`, NumPyro's `num_samples=` and PyMC's `tune=` land among the sampler's options;
+    the error names the argument meant (`bomcmc.sample`'s own, or an option the sampler
+    takes), and the call with that name runs. A name with no likely meaning gets no guess."""
+    from bomcmc.options import PEER_NAMES, RUN_ARGUMENTS, did_you_mean
+
+    assert set(RUN_ARGUMENTS) <= set(inspect.signature(bomcmc.sample).parameters)
+    run = dict(posterior="gauss-iid-2", chains=2, warmup=20, draws=20, progress=False)
+    for wrong, sampler, meant in [("draw", "hmc", "draws"), ("num_samples", "hmc", "draws"),
+                                  ("tune", "nuts", "warmup"), ("random_seed", "ahmc", "seed"),
+                                  ("adapt_delta", "nuts", "target_accept"),
+                                  ("max_treedepth", "nuts", "max_tree_depth"),
+                                  ("num_steps", "hmc", "steps"), ("stepsize", "hmc", "step_size")]:
+        value = {"target_accept": 0.9, "max_tree_depth": 8, "steps": 5, "step_size": 0.3}.get(
+            meant, 30)
+        with pytest.raises(bomcmc.BomcmcError, match=rf"does not take {wrong} \(did you mean "
+                                                     rf"{meant}\?\)"):
+            bomcmc.sample(sampler=sampler, **{**run, wrong: value})
+        bomcmc.sample(sampler=sampler, **{**run, meant: value})
+    with pytest.raises(bomcmc.BomcmcError, match=r"not take banana \(it takes"):
+        bomcmc.sample(sampler="hmc", banana=1, **run)
+    # another library's name is told ours only where the sampler takes it
+    assert did_you_mean("adapt_delta", ["step_size"]) is None
+    assert PEER_NAMES["dense_mass"] == "mass" and did_you_mean("dense_mass", ["mass"]) == "mass"
+    with pytest.raises(bomcmc.BomcmcError, match=r"unknown sampler 'nut' \(did you mean 'nuts'"):
+        bomcmc.sample(sampler="nut", **run)

@@ -107,14 +107,44 @@ def names(*schemas: Schema) -> tuple[str, ...]:
     return tuple(o.name for s in schemas for o in s)
 
 
+# `bomcmc.sample`'s own arguments, which a misspelt one lands beside the sampler's options
+RUN_ARGUMENTS = ("draws", "warmup", "chains", "seed", "thin", "out", "progress", "float64",
+                 "init_strategy", "init_jitter", "chunk_size", "save_warmup", "until_ess",
+                 "until_seconds", "max_grad", "overwrite")
+# other libraries' names for them and for options (NumPyro, PyMC, CmdStanPy)
+PEER_NAMES = {"num_samples": "draws", "num_warmup": "warmup", "num_chains": "chains",
+              "tune": "warmup", "random_seed": "seed", "rng_key": "seed",
+              "iter_sampling": "draws", "iter_warmup": "warmup", "thinning": "thin",
+              "adapt_delta": "target_accept", "max_treedepth": "max_tree_depth",
+              "dense_mass": "mass", "num_steps": "steps"}
+
+
+def did_you_mean(name: str, known) -> str | None:
+    """The name meant by a misspelt `name` among `known` and `sample`'s own arguments:
+    ours for another library's name, or the closest (difflib's match), or None."""
+    import difflib
+
+    names = [*known, *RUN_ARGUMENTS]
+    if PEER_NAMES.get(name) in names:
+        return PEER_NAMES[name]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
 def reject_unknown(given: dict, owner: str, *schemas: Schema) -> None:
-    """A one-line error for every option `owner` does not take, naming the ones it does."""
+    """A one-line error for every option `owner` does not take, naming the ones it does and
+    the one each was perhaps meant to be."""
     known = names(*schemas)
     unknown = sorted(set(given) - set(known))
     if unknown:
         takes = ", ".join(known) if known else "no options"
-        raise BomcmcError(f"{owner} does not take {', '.join(unknown)} (it takes: {takes})")
+        meant = {u: m for u in unknown if (m := did_you_mean(u, known))}
+        hint = (" (did you mean " + (", ".join(meant.values()) if len(unknown) == 1 else
+                                     ", ".join(f"{m} for {u}" for u, m in meant.items()))
+                + "?)") if meant else ""
+        raise BomcmcError(f"{owner} does not take {', '.join(unknown)}{hint} (it takes: "
+                          f"{takes})")
 
 
-__all__ = ["Option", "SamplerConfig", "Schema", "names", "nonneg_float", "nonneg_int",
+__all__ = ["Option", "SamplerConfig", "Schema", "did_you_mean", "names", "nonneg_float", "nonneg_int",
            "positive_float", "positive_int", "probability", "reject_unknown"]

@@ -276,9 +276,12 @@ def get(sampler: "str | Sampler | Kernel", posterior=None) -> Sampler:
         try:
             sampler = SAMPLERS[canonical(sampler)]
         except KeyError:
-            raise BomcmcError(
-                f"unknown sampler '{sampler}' (available: {', '.join(sorted(SAMPLERS))})"
-            ) from None
+            import difflib
+
+            close = difflib.get_close_matches(canonical(sampler), sorted(SAMPLERS), n=1)
+            raise BomcmcError(f"unknown sampler '{sampler}' ("
+                              + (f"did you mean '{close[0]}'? " if close else "")
+                              + f"available: {', '.join(sorted(SAMPLERS))})") from None
     if not isinstance(sampler, Sampler):
         raise BomcmcError("sampler must be a name, a bomcmc.Sampler or a kernel")
     if sampler.build is not None:
