@@ -214,6 +214,7 @@ def test_a_misspelt_or_foreign_argument_is_told_the_name_it_meant_and_that_name_
         bomcmc.sample(sampler="hmc", banana=1, **run)
     # another library's name is told ours only where the sampler takes it
     assert did_you_mean("adapt_delta", ["step_size"]) is None
-    assert PEER_NAMES["dense_mass"] == "mass" and did_you_mean("dense_mass", ["mass"]) == "mass"
+    assert PEER_NAMES["adapt_delta"] == "target_accept"
+    assert did_you_mean("dense_mass", ["mass"]) is None  # a bool there, a string here
     with pytest.raises(bomcmc.BomcmcError, match=r"unknown sampler 'nut' \(did you mean 'nuts'"):
         bomcmc.sample(sampler="nut", **run)

@@ -116,7 +116,7 @@ PEER_NAMES = {"num_samples": "draws", "num_warmup": "warmup", "num_chains": "cha
               "tune": "warmup", "random_seed": "seed", "rng_key": "seed",
               "iter_sampling": "draws", "iter_warmup": "warmup", "thinning": "thin",
               "adapt_delta": "target_accept", "max_treedepth": "max_tree_depth",
-              "dense_mass": "mass", "num_steps": "steps"}
+              "num_steps": "steps"}
 
 
 def did_you_mean(name: str, known) -> str | None:
