@@ -146,5 +146,5 @@ def reject_unknown(given: dict, owner: str, *schemas: Schema) -> None:
                           f"{takes})")
 
 
-__all__ = ["Option", "SamplerConfig", "Schema", "did_you_mean", "names", "nonneg_float", "nonneg_int",
-           "positive_float", "positive_int", "probability", "reject_unknown"]
+__all__ = ["Option", "SamplerConfig", "Schema", "did_you_mean", "names", "nonneg_float",
+           "nonneg_int", "positive_float", "positive_int", "probability", "reject_unknown"]

@@ -403,9 +403,8 @@ def remedies(problem: str, ctx: Context, most: int = 2) -> list[tuple[str, dict]
 
 def advise(problem: str, ctx: Context | None, **facts) -> str:
     """"try <what> (`<remedy>`) or ...; otherwise <what fixes it>": the advice of a warning
-    about `problem` ("divergences", "rhat", "ess", "tree_depth", "ebfmi", "accept_low",
-    "accept_high", "stuck", "fixed_points", "until_cap", "too_few"); `facts`: ess_factor (how many
-    times more draws the ESS needs), seconds (the seconds cap that stopped a run)."""
+    about `problem` (a key of `_CANDIDATES`); `facts`: ess_factor (how many times more draws
+    the ESS needs), seconds (the seconds cap that stopped a run)."""
     ctx = ctx or Context()
     if "ess_factor" in facts:
         facts = {**facts, "ess_factor": min(facts["ess_factor"], 10)}
