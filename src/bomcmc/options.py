@@ -111,9 +111,10 @@ def names(*schemas: Schema) -> tuple[str, ...]:
 RUN_ARGUMENTS = ("draws", "warmup", "chains", "seed", "thin", "out", "progress", "float64",
                  "init_strategy", "init_jitter", "chunk_size", "save_warmup", "until_ess",
                  "until_seconds", "max_grad", "overwrite")
-# other libraries' names for them and for options (NumPyro, PyMC, CmdStanPy)
+# other libraries' names for them and for options (NumPyro, PyMC, CmdStanPy), each taking the
+# same value (not NumPyro's rng_key, a key where seed is an int, nor its dense_mass, a bool)
 PEER_NAMES = {"num_samples": "draws", "num_warmup": "warmup", "num_chains": "chains",
-              "tune": "warmup", "random_seed": "seed", "rng_key": "seed",
+              "tune": "warmup", "random_seed": "seed",
               "iter_sampling": "draws", "iter_warmup": "warmup", "thinning": "thin",
               "adapt_delta": "target_accept", "max_treedepth": "max_tree_depth",
               "num_steps": "steps"}
