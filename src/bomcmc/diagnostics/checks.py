@@ -268,8 +268,12 @@ def coordinate_labels(name: str, shape: tuple, axes: list | None = None) -> list
     """"x" for a scalar, else "beta[0]", "L[1,0]", ... for each coordinate in ravel order
     (with `axes`, each axis's labels, a model's coords: "theta[A]")."""
     axes = axes or [range(n) for n in shape]
-    return [name] if not shape else [f"{name}[{','.join(str(a[j]) for a, j in zip(axes, i))}]"
-                                     for i in np.ndindex(shape)]
+    return [name] if not shape else [f"{name}[{index_label(axes, i)}]" for i in np.ndindex(shape)]
+
+
+def index_label(axes: list, index: tuple, sep: str = ",") -> str:
+    """One coordinate's labels on each axis, joined: "1,0", or "Choate" from a model's coords."""
+    return sep.join(str(a[j]) for a, j in zip(axes, index))
 
 
 def _coords(ds, still: dict) -> tuple[np.ndarray, np.ndarray, list[str]]:

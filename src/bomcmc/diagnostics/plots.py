@@ -62,6 +62,8 @@ def coordinates(idata, max_coords: int | None = None) -> Iterator[tuple[str, np.
     variable, at most `max_coords` of them: `x` for a scalar, `beta[3]`, `L[1, 2]`; the
     scalar variables first, so a model's named parameters are never crowded out by a long
     vector."""
+    from .checks import index_label
+
     _, post = _posterior(idata)
     n = 0
     names = sorted(post.data_vars, key=lambda v: post[v].ndim > 2)  # stable: scalars first
@@ -79,7 +81,7 @@ def coordinates(idata, max_coords: int | None = None) -> Iterator[tuple[str, np.
                 label = str(name)
             else:
                 idx = np.unravel_index(i, shape)
-                label = f"{name}[{', '.join(str(a[j]) for a, j in zip(axes, idx))}]"
+                label = f"{name}[{index_label(axes, idx, ', ')}]"
             yield label, flat[:, :, i]
             n += 1
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import math
-from itertools import product
 
 import numpy as np
 
 from . import rank_normalized
-from .checks import FUNCTION_SPACE, check_run, convergence, function_space, kept, quiet
+from .checks import (FUNCTION_SPACE, check_run, convergence, function_space, index_label, kept,
+                     quiet)
 from .stillness import constant, frozen
 
 
@@ -162,7 +162,7 @@ def _variables(ds, conv: dict) -> dict:
         }
         axes = [x[d].values for d in x.dims[2:]]
         if any(not np.array_equal(a, np.arange(len(a))) for a in axes):  # a model's coords
-            variables[name]["coords"] = [",".join(map(str, c)) for c in product(*axes)]
+            variables[name]["coords"] = [index_label(axes, i) for i in np.ndindex(x.shape[2:])]
     return variables
 
 
